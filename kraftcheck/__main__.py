@@ -1,0 +1,3 @@
+from kraftcheck.cli import main
+
+main()

@@ -1,0 +1,31 @@
+"""The one command-line entry point: `kraftcheck SUBCOMMAND ...`.
+
+Each subcommand lives in its own module under kraftcheck/commands/ and exposes
+`register(app: typer.Typer) -> None`; modules are discovered here, so a stage adds its commands
+without editing this file.  Every subcommand accepts --json and exits non-zero when its outcome
+is not the expected one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import typer
+
+import kraftcheck.commands as _commands
+
+app = typer.Typer(
+    name="kraftcheck",
+    help="Formal-model-first verification of Apache Kafka's KRaft protocols (KIP-595, KIP-966).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for _mod in sorted(m.name for m in pkgutil.iter_modules(_commands.__path__)):
+    importlib.import_module(f"kraftcheck.commands.{_mod}").register(app)
+
+
+def main() -> None:
+    app()

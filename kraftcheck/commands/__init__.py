@@ -1,0 +1,1 @@
+"""Subcommands of the kraftcheck CLI; each module exposes register(app)."""

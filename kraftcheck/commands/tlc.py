@@ -1,0 +1,130 @@
+"""`kraftcheck tlc run|suite|list`: model checking the specs with TLC."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from kraftcheck.output import console, err_console, print_json
+from kraftcheck.tlc.java import ToolchainError, toolchain
+from kraftcheck.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
+from kraftcheck.tlc.report import print_result, suite_table
+from kraftcheck.tlc.runner import TLCResult, run_config
+
+tlc_app = typer.Typer(help="Model-check the TLA+ specs with TLC (configs in tlc_configs/).",
+                      no_args_is_help=True)
+
+
+def _progress(enabled: bool) -> Progress:
+    return Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=None),
+                    TextColumn("{task.fields[stats]}"), TimeElapsedColumn(),
+                    console=err_console, disable=not enabled, transient=True)
+
+
+def run_entries(entries: list[ConfigEntry], *, workers: int | None = None,
+                timeout: float | None = None, show_progress: bool = True) -> list[TLCResult]:
+    """Run each config in turn with a progress display; returns the results in order."""
+    results = []
+    with _progress(show_progress) as prog:
+        overall = prog.add_task(f"{len(entries)} configs", total=len(entries), stats="")
+        for e in entries:
+            task = prog.add_task(e.name, total=None, stats="starting")
+
+            def cb(gen: int, distinct: int, queue: int, task=task) -> None:
+                prog.update(task, stats=f"{distinct:,} distinct, {gen:,} generated, {queue:,} queued"
+                            if distinct else f"{gen:,} states generated")
+
+            results.append(run_config(e, workers=workers, timeout=timeout, progress=cb))
+            prog.remove_task(task)
+            prog.advance(overall)
+    return results
+
+
+def _fail(message: str, as_json: bool, code: int = 2) -> None:
+    if as_json:
+        print_json({"error": message})
+    else:
+        err_console.print(f"[red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+@tlc_app.command("list")
+def list_configs(profile: str = typer.Option(None, help="Only this profile (ci|deep|bugs)."),
+                 as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List the configs of the manifest (tlc_configs/*.toml)."""
+    try:
+        entries = [e for e in load_manifest() if profile is None or e.profile == profile]
+    except ManifestError as e:
+        _fail(str(e), as_json)
+    if as_json:
+        print_json([e.to_json() for e in entries])
+        return
+    for e in entries:
+        console.print(f"{e.name:34} {e.profile:5} expect {e.expect:28} {e.description}")
+
+
+@tlc_app.command("run")
+def run(config: str = typer.Argument(..., help="Config name or tlc_configs/NAME.cfg."),
+        workers: int = typer.Option(None, help="TLC workers (default: the manifest's, 2)."),
+        timeout: float = typer.Option(None, help="Wall-clock limit in seconds."),
+        dump: Path = typer.Option(None, help="Also dump the state graph (dot, action labels)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Run TLC on one config; exit 1 unless the outcome is the expected one."""
+    try:
+        toolchain()
+        entry = find_entry(config)
+    except (ToolchainError, ManifestError) as e:
+        _fail(str(e), as_json)
+    with _progress(not as_json) as prog:
+        task = prog.add_task(entry.name, total=None, stats="starting")
+        r = run_config(entry, workers=workers, timeout=timeout, dump=dump.resolve() if dump else None,
+                       progress=lambda g, d, q: prog.update(
+                           task, stats=f"{d:,} distinct, {g:,} generated, {q:,} queued"))
+    if as_json:
+        print_json(r.to_json())
+    else:
+        print_result(console, r)
+    raise typer.Exit(0 if r.as_expected else 1)
+
+
+@tlc_app.command("suite")
+def suite(profile: str = typer.Option("ci", help="ci | deep | bugs | all."),
+          only: str = typer.Option(None, help="Only configs whose name matches this regex."),
+          workers: int = typer.Option(None, help="TLC workers per run."),
+          timeout: float = typer.Option(None, help="Per-config wall-clock limit (seconds)."),
+          counterexamples: bool = typer.Option(False, help="Print counterexample tables."),
+          as_json: bool = typer.Option(False, "--json", help="Print the results as JSON.")) -> None:
+    """Run every config of a profile; exit 1 unless every outcome is the expected one."""
+    if profile not in PROFILES + ("all",):
+        _fail(f"unknown profile {profile!r} (ci, deep, bugs, all)", as_json)
+    try:
+        toolchain()
+        entries = [e for e in load_manifest() if profile in ("all", e.profile)
+                   and (only is None or re.search(only, e.name))]
+    except (ToolchainError, ManifestError) as e:
+        _fail(str(e), as_json)
+    if not entries:
+        _fail(f"no config in profile {profile!r}" + (f" matching {only!r}" if only else ""), as_json)
+    t0 = time.monotonic()
+    results = run_entries(entries, workers=workers, timeout=timeout, show_progress=not as_json)
+    total = time.monotonic() - t0
+    ok = all(r.as_expected for r in results)
+    if as_json:
+        print_json({"profile": profile, "all_as_expected": ok, "seconds": round(total, 1),
+                    "results": [r.to_json() for r in results]})
+    else:
+        console.print(suite_table(results))
+        for r in results:
+            if not r.as_expected or (counterexamples and r.counterexample):
+                print_result(console, r, show_counterexample=counterexamples or not r.as_expected)
+        console.print(f"{sum(r.as_expected for r in results)}/{len(results)} as expected "
+                      f"in {total:.0f}s")
+    raise typer.Exit(0 if ok else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(tlc_app, name="tlc")

@@ -1,0 +1,1 @@
+"""Running TLC: toolchain, configs, the manifest, tool-output parsing and reports."""

@@ -1,0 +1,134 @@
+"""The config manifest: tlc_configs/*.toml, one [[config]] table per TLC configuration.
+
+Keys of a [[config]] table:
+
+    name              unique; equals the .cfg file stem
+    module            the TLA+ module TLC runs (path from the repository root), e.g. spec/MCKRaft.tla
+    cfg               the TLC config file, e.g. tlc_configs/kraft-ci-3voters.cfg
+    profile           ci | deep | bugs
+    expect            "ok", "deadlock", or the exact name of the invariant / property to violate
+    mode              bfs | simulate
+    description       one line
+    kip               the KIP section(s) the config exercises
+    distinct_states   (ci, bfs, ok) the exact count TLC must report
+    depth             (ci, bfs, ok) the depth TLC must report
+    timeout_seconds   wall-clock limit (default 600)
+    workers           TLC workers (default 2)
+    check_deadlock    default false (bounded models stop somewhere; that is not a bug)
+    simulate_depth, simulate_traces   (simulate mode)
+    max_trace_length  (bugs) the counterexample must be at most this long
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
+
+PROFILES = ("ci", "deep", "bugs")
+MODES = ("bfs", "simulate")
+_REQUIRED = ("name", "module", "cfg", "profile", "expect", "description", "kip")
+_OPTIONAL = {
+    "mode": str, "distinct_states": int, "depth": int, "timeout_seconds": int, "workers": int,
+    "check_deadlock": bool, "simulate_depth": int, "simulate_traces": int,
+    "max_trace_length": int, "generated_states": int,
+}
+
+
+class ManifestError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class ConfigEntry:
+    name: str
+    module: str
+    cfg: str
+    profile: str
+    expect: str
+    description: str
+    kip: str
+    manifest: str
+    mode: str = "bfs"
+    distinct_states: int | None = None
+    generated_states: int | None = None
+    depth: int | None = None
+    timeout_seconds: int = 600
+    workers: int = 2
+    check_deadlock: bool = False
+    simulate_depth: int = 100
+    simulate_traces: int | None = None
+    max_trace_length: int | None = None
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def module_path(self) -> Path:
+        return REPO_ROOT / self.module
+
+    @property
+    def cfg_path(self) -> Path:
+        return REPO_ROOT / self.cfg
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k) for k in (
+            "name", "module", "cfg", "profile", "expect", "mode", "description", "kip",
+            "distinct_states", "depth", "timeout_seconds", "workers")}
+
+
+def _entry(table: dict, where: str) -> ConfigEntry:
+    missing = [k for k in _REQUIRED if k not in table]
+    if missing:
+        raise ManifestError(f"{where}: missing key(s) {', '.join(missing)}")
+    for k in _REQUIRED:
+        if not isinstance(table[k], str) or not table[k]:
+            raise ManifestError(f"{where}: key {k!r} must be a non-empty string")
+    unknown = set(table) - set(_REQUIRED) - set(_OPTIONAL)
+    if unknown:
+        raise ManifestError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    for k, typ in _OPTIONAL.items():
+        if k in table and not (isinstance(table[k], typ) and not (typ is int and isinstance(table[k], bool))):
+            raise ManifestError(f"{where}: key {k!r} must be {typ.__name__}")
+    if table["profile"] not in PROFILES:
+        raise ManifestError(f"{where}: profile must be one of {', '.join(PROFILES)}")
+    if table.get("mode", "bfs") not in MODES:
+        raise ManifestError(f"{where}: mode must be one of {', '.join(MODES)}")
+    for k in ("module", "cfg"):
+        if not (REPO_ROOT / table[k]).is_file():
+            raise ManifestError(f"{where}: {k} file {table[k]} does not exist")
+    return ConfigEntry(**table, manifest=where.split(":", 1)[0])
+
+
+def load_manifest(config_dir: Path = CONFIG_DIR) -> list[ConfigEntry]:
+    """Every config of every tlc_configs/*.toml, in file order; names must be unique."""
+    entries: list[ConfigEntry] = []
+    seen: dict[str, str] = {}
+    for path in sorted(config_dir.glob("*.toml")):
+        rel = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as e:
+            raise ManifestError(f"{rel}: {e}") from None
+        tables = data.get("config", [])
+        if not isinstance(tables, list):
+            raise ManifestError(f"{rel}: expected [[config]] tables")
+        for i, table in enumerate(tables):
+            where = f"{rel}: config #{i + 1}" + (f" ({table.get('name')})" if "name" in table else "")
+            e = _entry(table, where)
+            if e.name in seen:
+                raise ManifestError(f"{where}: name {e.name!r} is also used in {seen[e.name]}")
+            seen[e.name] = where
+            entries.append(e)
+    return entries
+
+
+def find_entry(name_or_path: str, entries: list[ConfigEntry] | None = None) -> ConfigEntry:
+    entries = load_manifest() if entries is None else entries
+    p = Path(name_or_path)
+    stem = p.stem if p.suffix == ".cfg" else name_or_path
+    for e in entries:
+        if e.name == stem:
+            return e
+    raise ManifestError(f"no config named {name_or_path!r} in tlc_configs/*.toml "
+                        f"(known: {', '.join(e.name for e in entries) or 'none'})")

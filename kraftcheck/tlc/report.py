@@ -1,0 +1,72 @@
+"""Human-readable rendering of TLC results: a suite table and counterexample step tables."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from kraftcheck.tlc.runner import TLCResult
+from kraftcheck.values import Value, to_tla
+
+_MAX_CELL = 160
+
+
+def _short(v: Value) -> str:
+    s = to_tla(v)
+    return s if len(s) <= _MAX_CELL else s[: _MAX_CELL - 3] + "..."
+
+
+def changed_variables(prev, cur) -> list[str]:
+    return [k for k in cur if prev is None or prev.get(k) != cur[k]]
+
+
+def counterexample_table(result: TLCResult) -> Table:
+    """One row per step: the action and, for each variable that changed, its new value."""
+    t = Table(title=f"Counterexample for {result.name}: {result.violated} "
+                    f"({len(result.counterexample)} states)", show_lines=True)
+    t.add_column("#", justify="right")
+    t.add_column("action")
+    t.add_column("changed variables")
+    prev = None
+    for step in result.counterexample:
+        names = changed_variables(prev, step.state)
+        body = "\n".join(escape(f"{k} = {_short(step.state[k])}") for k in names) or "(no change)"
+        t.add_row(str(step.index), step.action, body)
+        prev = step.state
+    if result.loop_back_to is not None:
+        t.add_row("", f"back to state {result.loop_back_to}", "")
+    return t
+
+
+def result_line(r: TLCResult) -> str:
+    mark = "[green]PASS[/]" if r.as_expected else "[red]FAIL[/]"
+    states = f"{r.distinct_states:,} distinct" if r.distinct_states is not None else (
+        f"{r.generated_states:,} generated" if r.generated_states is not None else "-")
+    what = r.status + (f" {r.violated}" if r.violated else "")
+    return f"{mark} {r.name}: {what} (expected {r.expected}); {states}, depth {r.depth}, {r.seconds:.1f}s"
+
+
+def suite_table(results: list[TLCResult]) -> Table:
+    t = Table(title="TLC suite")
+    for col, just in (("config", "left"), ("profile", "left"), ("status", "left"),
+                      ("violated", "left"), ("expected", "left"), ("distinct", "right"),
+                      ("depth", "right"), ("cex", "right"), ("seconds", "right"), ("", "left")):
+        t.add_column(col, justify=just)
+    for r in results:
+        t.add_row(r.name, r.profile, r.status, r.violated or "", r.expected,
+                  f"{r.distinct_states:,}" if r.distinct_states is not None else "",
+                  str(r.depth) if r.depth is not None else "",
+                  str(len(r.counterexample)) if r.counterexample else "",
+                  f"{r.seconds:.1f}", "[green]as expected[/]" if r.as_expected else "[red]UNEXPECTED[/]")
+    return t
+
+
+def print_result(console: Console, r: TLCResult, show_counterexample: bool = True) -> None:
+    console.print(result_line(r))
+    for why in r.mismatches:
+        console.print(f"  [red]- {escape(why)}[/]")
+    for e in r.errors:
+        console.print(f"  [red]error:[/] {escape(str(e))}")
+    if show_counterexample and r.counterexample:
+        console.print(counterexample_table(r))

@@ -1,0 +1,190 @@
+"""Running TLC on one manifest config and judging the outcome against its expectation."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kraftcheck.paths import work_dir
+from kraftcheck.tlc.cfg import parse_cfg
+from kraftcheck.tlc.java import toolchain
+from kraftcheck.tlc.manifest import ConfigEntry
+from kraftcheck.tlc.tool_output import Step, TLCError, TLCOutcome, ToolOutputReader
+
+ProgressFn = Callable[[int, int, int], None]   # generated, distinct, queue
+
+
+@dataclass
+class TLCResult:
+    name: str
+    spec: str
+    cfg: str
+    profile: str
+    mode: str
+    status: str                 # ok | violation | deadlock | error | timeout
+    violated: str | None
+    expected: str
+    as_expected: bool
+    distinct_states: int | None
+    generated_states: int | None
+    depth: int | None
+    seconds: float
+    counterexample: list[Step] = field(default_factory=list)
+    loop_back_to: int | None = None
+    errors: list[TLCError] = field(default_factory=list)
+    mismatches: list[str] = field(default_factory=list)
+    tlc_version: str | None = None
+    command: list[str] = field(default_factory=list)
+    log: str | None = None
+    dump: str | None = None
+
+    def to_json(self, with_counterexample: bool = True) -> dict:
+        d = {k: getattr(self, k) for k in (
+            "name", "spec", "cfg", "profile", "mode", "status", "violated", "expected",
+            "as_expected", "distinct_states", "generated_states", "depth", "seconds",
+            "mismatches", "tlc_version", "log", "dump")}
+        d["seconds"] = round(self.seconds, 2)
+        d["errors"] = [{"message": e.message, "module": e.module, "line": e.line,
+                        "column": e.column} for e in self.errors]
+        if with_counterexample:
+            d["counterexample"] = [s.to_json() for s in self.counterexample]
+            d["loop_back_to"] = self.loop_back_to
+        else:
+            d["counterexample_length"] = len(self.counterexample)
+        return d
+
+
+def _run_dir(name: str) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    d = work_dir() / "tlc" / safe
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True)
+    return d
+
+
+def stage_model(entry: ConfigEntry, run_dir: Path) -> Path:
+    """Copy the spec's modules and the config into run_dir/model and return the main module.
+
+    TLC 2.15 resolves -config relative to the main module's folder, and writes scratch files
+    next to what it runs; staging keeps both away from the source tree.  Module names and line
+    numbers are unchanged, so errors and counterexamples still point into spec/.
+    """
+    model = run_dir / "model"
+    model.mkdir()
+    for tla in entry.module_path.parent.glob("*.tla"):
+        shutil.copy2(tla, model / tla.name)
+    shutil.copy2(entry.cfg_path, model / f"{entry.name}.cfg")
+    return model / entry.module_path.name
+
+
+def build_command(entry: ConfigEntry, run_dir: Path, workers: int | None = None,
+                  dump: Path | None = None, seed: int | None = None) -> list[str]:
+    tc = toolchain()
+    module = stage_model(entry, run_dir)
+    tmp = run_dir / "tmp"
+    tmp.mkdir(exist_ok=True)
+    heap = os.environ.get("KRAFTCHECK_TLC_HEAP", "4g")
+    cmd = [tc.java, "-XX:+UseParallelGC", f"-Xmx{heap}", f"-Djava.io.tmpdir={tmp}",
+           "-cp", str(tc.jar), "tlc2.TLC", "-tool",
+           "-workers", str(workers or entry.workers),
+           "-config", f"{entry.name}.cfg", "-metadir", str(run_dir / "meta")]
+    if not entry.check_deadlock:
+        cmd.append("-deadlock")
+    if entry.mode == "simulate":
+        cmd += ["-simulate"] + ([f"num={entry.simulate_traces}"] if entry.simulate_traces else [])
+        cmd += ["-depth", str(entry.simulate_depth)]
+        cmd += ["-seed", str(seed if seed is not None else 0)]
+    if dump is not None:
+        cmd += ["-dump", "dot,actionlabels", str(dump)]
+    cmd.append(module.name)
+    return cmd
+
+
+def judge(entry: ConfigEntry, out: TLCOutcome, status: str) -> tuple[bool, list[str]]:
+    """Does the outcome match the manifest's expectation?  Returns (ok, reasons if not)."""
+    why: list[str] = []
+    if entry.expect == "ok":
+        if status != "ok":
+            why.append(f"expected ok, got {status}" + (f" ({out.violated})" if out.violated else ""))
+        elif entry.mode == "bfs":
+            if entry.distinct_states is not None and out.distinct_states != entry.distinct_states:
+                why.append(f"distinct states {out.distinct_states} != expected {entry.distinct_states}")
+            if entry.depth is not None and out.depth != entry.depth:
+                why.append(f"depth {out.depth} != expected {entry.depth}")
+    elif entry.expect == "deadlock":
+        if status != "deadlock":
+            why.append(f"expected a deadlock, got {status}")
+    else:
+        if status != "violation" or out.violated != entry.expect:
+            got = out.violated or status
+            why.append(f"expected violation of {entry.expect}, got {got}")
+        elif entry.max_trace_length is not None and len(out.counterexample) > entry.max_trace_length:
+            why.append(f"counterexample has {len(out.counterexample)} states, more than "
+                       f"{entry.max_trace_length}")
+    return not why, why
+
+
+def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float | None = None,
+               progress: ProgressFn | None = None, dump: Path | None = None,
+               seed: int | None = None) -> TLCResult:
+    """Run TLC on `entry` and judge the result.  TLC's scratch files go to the work folder."""
+    run_dir = _run_dir(entry.name)
+    cmd = build_command(entry, run_dir, workers, dump, seed)
+    props = parse_cfg(entry.cfg_path).properties
+    reader = ToolOutputReader(temporal_properties=props, source=entry.name)
+    log_path = run_dir / "tlc.log"
+    limit = timeout if timeout is not None else entry.timeout_seconds
+    t0 = time.monotonic()
+    timed_out = False
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(cmd, cwd=run_dir / "model", stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, bufsize=1)
+        killed = threading.Event()
+
+        def _kill() -> None:
+            killed.set()
+            proc.kill()
+
+        timer = threading.Timer(limit, _kill)
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            last = None
+            for line in proc.stdout:
+                log.write(line)
+                reader.feed(line)
+                if progress and reader.progress is not None and reader.progress != last:
+                    last = reader.progress
+                    progress(*last)
+            proc.wait()
+        finally:
+            timer.cancel()
+            timed_out = killed.is_set()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    seconds = time.monotonic() - t0
+    out = reader.finish()
+    status = "timeout" if timed_out else out.status or "error"
+    if status == "timeout":
+        out.errors = [e for e in out.errors if "stopped before" not in e.message]
+    ok, why = judge(entry, out, status)
+    shutil.rmtree(run_dir / "meta", ignore_errors=True)
+    shutil.rmtree(run_dir / "model", ignore_errors=True)
+    shutil.rmtree(run_dir / "tmp", ignore_errors=True)
+    return TLCResult(
+        name=entry.name, spec=entry.module, cfg=entry.cfg, profile=entry.profile, mode=entry.mode,
+        status=status, violated=out.violated, expected=entry.expect, as_expected=ok,
+        distinct_states=out.distinct_states, generated_states=out.generated_states,
+        depth=out.depth, seconds=seconds, counterexample=out.counterexample,
+        loop_back_to=out.loop_back_to, errors=out.errors, mismatches=why,
+        tlc_version=out.tlc_version, command=cmd, log=str(log_path),
+        dump=str(dump) if dump else None)

