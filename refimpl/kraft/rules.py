@@ -1,0 +1,111 @@
+"""Rules shared by the refimpl and the TLA+ spec: small pure functions, one KIP rule each.
+
+* `is_log_up_to_date`      KIP-595 "Vote Request Handling" (extra condition on leadership)
+* `diverging_epoch`        KIP-595 "FetchRequest Handling" step 3
+* `truncation_offset`      KIP-595 "FetchResponse Handling" step 2
+* `leader_high_watermark`  KIP-595 "FetchRequest Handling" step 4 + "extra condition on commitment"
+* `follower_high_watermark` KIP-595 "Key Concepts / High watermark", "FetchResponse Handling"
+* `successor_backoff_ms`   KIP-595 "EndQuorumEpoch": MIN(retryBackoffMaxMs, retryBackoffMs * 2^(N-1))
+* `election_backoff_max`   KIP-595 "Vote": random backoff bounded by quorum.election.backoff.max.ms
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from refimpl.kraft.log import Log, end_offset_for_epoch
+
+__all__ = [
+    "is_log_up_to_date",
+    "diverging_epoch",
+    "truncation_offset",
+    "majority_replicated_offset",
+    "leader_high_watermark",
+    "follower_high_watermark",
+    "successor_backoff_ms",
+    "election_backoff_max",
+    "majority",
+]
+
+
+def majority(n_voters: int) -> int:
+    return n_voters // 2 + 1
+
+
+def is_log_up_to_date(cand_last_epoch: int, cand_end_offset: int,
+                      own_last_epoch: int, own_end_offset: int) -> bool:
+    """True when the candidate's log is at least as up-to-date as ours: a later last epoch wins;
+    with equal last epochs the longer log wins (KIP-595 "Vote Request Handling")."""
+    if cand_last_epoch != own_last_epoch:
+        return cand_last_epoch > own_last_epoch
+    return cand_end_offset >= own_end_offset
+
+
+def diverging_epoch(leader_log: Log, fetch_offset: int, last_fetched_epoch: int,
+                    off_by_one: bool = False) -> tuple[int, int] | None:
+    """KIP-595 FetchRequest step 3.  None when (fetch_offset, last_fetched_epoch) is consistent
+    with the leader's log, else DivergingEpoch = (largest epoch <= LastFetchedEpoch in the
+    leader's log, its end offset).  `off_by_one` is the planted bug diverging-epoch-off-by-one:
+    the epoch's end offset is computed one too large."""
+    if fetch_offset == 0 and last_fetched_epoch == 0:
+        return None
+    epoch, end = end_offset_for_epoch(leader_log, last_fetched_epoch)
+    if off_by_one and end < len(leader_log):
+        end += 1
+    if epoch == last_fetched_epoch and fetch_offset <= end:
+        return None
+    return epoch, end
+
+
+def truncation_offset(follower_log: Log, div_epoch: int, div_end_offset: int) -> int:
+    """KIP-595 FetchResponse step 2: the follower truncates offsets >= DivergingEpoch.EndOffset
+    and every record with an epoch > DivergingEpoch.Epoch (Kafka truncateToEndOffset)."""
+    if div_epoch == 0:
+        return min(div_end_offset, len(follower_log))
+    local_epoch, local_end = end_offset_for_epoch(follower_log, div_epoch)
+    if local_epoch == div_epoch:
+        return min(local_end, div_end_offset)
+    return local_end
+
+
+def majority_replicated_offset(end_offsets: Iterable[int], quorum: int) -> int:
+    """The largest offset that `quorum` of the given voter end offsets have reached."""
+    s = sorted(end_offsets, reverse=True)
+    if quorum <= 0:
+        return s[0] if s else 0
+    return s[quorum - 1] if len(s) >= quorum else 0
+
+
+def leader_high_watermark(voter_end_offsets: Iterable[int], n_voters: int,
+                          epoch_start_offset: int, current_hwm: int,
+                          check_current_epoch: bool = True, quorum: int | None = None) -> int:
+    """The leader's high watermark (KIP-595 FetchRequest step 4): the largest offset replicated
+    to a majority of the voters, only once that majority holds a record of the current epoch
+    (offset `epoch_start_offset` is the epoch's first record, the LeaderChange record), and
+    never decreasing."""
+    q = majority(n_voters) if quorum is None else quorum
+    m = majority_replicated_offset(voter_end_offsets, q)
+    if check_current_epoch and m <= epoch_start_offset:
+        return current_hwm
+    return max(current_hwm, m)
+
+
+def follower_high_watermark(current_hwm: int, leader_hwm: int, log_end: int,
+                            capped: bool = True) -> int:
+    """A follower's high watermark: min(its log end offset, the leader's), never decreasing."""
+    new = min(leader_hwm, log_end) if capped else leader_hwm
+    return max(current_hwm, new)
+
+
+def successor_backoff_ms(position: int, retry_backoff_ms: int, retry_backoff_max_ms: int) -> int:
+    """KIP-595 EndQuorumEpoch: position 0 (first preferred successor) starts at once; position
+    N > 0 waits MIN(retryBackoffMaxMs, retryBackoffMs * 2^(N-1))."""
+    if position <= 0:
+        return 0
+    return min(retry_backoff_max_ms, retry_backoff_ms * (2 ** (position - 1)))
+
+
+def election_backoff_max(retries: int, retry_backoff_ms: int, election_backoff_max_ms: int) -> int:
+    """Upper bound of the random backoff before retry number `retries` (>= 1) of an election:
+    exponential in the retries, bounded by quorum.election.backoff.max.ms (KIP-595 "Vote")."""
+    return min(election_backoff_max_ms, retry_backoff_ms * (2 ** max(0, retries - 1)))

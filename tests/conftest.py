@@ -1,0 +1,23 @@
+"""Shared fixtures: TLC availability and the repository root."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from kraftcheck.tlc.java import ToolchainError, toolchain
+
+# Hypothesis: deterministic, CI-friendly defaults (no deadline: the machine is shared).
+from hypothesis import settings
+
+settings.register_profile("ci", deadline=None, max_examples=200, derandomize=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def tlc_toolchain():
+    try:
+        return toolchain()
+    except ToolchainError as e:  # pragma: no cover - CI installs Java via `make test`
+        pytest.fail(f"TLC toolchain unusable: {e}")

@@ -1,0 +1,56 @@
+"""Model checking the project's specs: every ci and bugs config of tlc_configs/*.toml.
+
+ci configs must finish with exactly the distinct-state count and depth the manifest pins;
+bugs configs must be caught by exactly the invariant / property the manifest names, with a
+counterexample no longer than the manifest allows.  deep configs run with `pytest -m deep`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftcheck.tlc.manifest import load_manifest
+from kraftcheck.tlc.runner import run_config
+
+ENTRIES = load_manifest()
+
+
+def _params(profile: str, marks=()):
+    return [pytest.param(e, id=e.name, marks=list(marks)) for e in ENTRIES if e.profile == profile]
+
+
+def _check(entry):
+    r = run_config(entry)
+    detail = "; ".join(r.mismatches + [str(e) for e in r.errors])
+    assert r.as_expected, f"{entry.name}: {detail} (log: {r.log})"
+    return r
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+@pytest.mark.parametrize("entry", _params("ci"))
+def test_ci_config(entry, tlc_toolchain):
+    r = _check(entry)
+    if entry.expect == "ok" and entry.mode == "bfs":
+        assert (r.distinct_states, r.depth) == (entry.distinct_states, entry.depth)
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+@pytest.mark.parametrize("entry", _params("bugs"))
+def test_bug_config_is_caught_by_its_invariant(entry, tlc_toolchain):
+    r = _check(entry)
+    if entry.expect != "ok":
+        assert r.violated == entry.expect and r.counterexample, entry.name
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("entry", _params("deep", marks=[pytest.mark.deep]))
+def test_deep_config(entry, tlc_toolchain):
+    _check(entry)
+
+
+def test_each_spec_has_ci_and_bug_configs():
+    for module in ("spec/MCKRaft.tla", "spec/MCELR.tla"):
+        profiles = {e.profile for e in ENTRIES if e.module == module}
+        assert {"ci", "bugs", "deep"} <= profiles, f"{module} lacks configs: {profiles}"
