@@ -65,7 +65,8 @@ class ConfigEntry:
 
     @property
     def module_path(self) -> Path:
-        return REPO_ROOT / self.module
+        """The module TLC runs; relative paths are from the repository root."""
+        return REPO_ROOT / self.module  # an absolute self.module stays absolute
 
     @property
     def cfg_path(self) -> Path:

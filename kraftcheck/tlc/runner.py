@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftcheck.paths import work_dir
+from kraftcheck.paths import SPEC_DIR, work_dir
 from kraftcheck.tlc.cfg import parse_cfg
 from kraftcheck.tlc.java import toolchain
 from kraftcheck.tlc.manifest import ConfigEntry
@@ -79,8 +79,11 @@ def stage_model(entry: ConfigEntry, run_dir: Path) -> Path:
     """
     model = run_dir / "model"
     model.mkdir()
-    for tla in entry.module_path.parent.glob("*.tla"):
-        shutil.copy2(tla, model / tla.name)
+    # spec/ first, then the module's own folder: a generated module (e.g. the trace checker's)
+    # lives outside spec/ and EXTENDS spec modules.
+    for folder in (SPEC_DIR, entry.module_path.parent):
+        for tla in folder.glob("*.tla"):
+            shutil.copy2(tla, model / tla.name)
     shutil.copy2(entry.cfg_path, model / f"{entry.name}.cfg")
     return model / entry.module_path.name
 

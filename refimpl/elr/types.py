@@ -7,7 +7,7 @@ PartitionChangeRecord fields EligibleLeaderReplicas, LastKnownELR, LastKnownLead
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 __all__ = [
     "NO_LEADER",
@@ -106,7 +106,6 @@ class ElrConfig:
     flush_ms: int = 300
     recovery_timeout_ms: int = 500
     bug: str | None = None
-    extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def replication_factor(self) -> int:

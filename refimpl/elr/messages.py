@@ -1,0 +1,137 @@
+"""The messages of the ELR protocol, as frozen dataclasses (one per request / response).
+
+Controller <-> broker: BrokerRegistration (with PreviousBrokerEpoch, KIP-966 "BrokerRegistration
+API"), BrokerHeartbeat, AlterPartition, GetReplicaLogInfo (KIP-966 "GetReplicaLogInfo Request /
+Response"), and the partition metadata the controller publishes (in KRaft: the metadata log the
+brokers replay; here a PartitionMetadata push, repeated in every heartbeat response so that a
+lost push is repaired).  Broker <-> broker: Fetch.  Client <-> leader: Produce.  Admin ->
+controller: AlterMinIsr (incrementalAlterConfigs of min.insync.replicas).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .types import LogEntry
+
+__all__ = [
+    "BrokerRegistrationRequest", "BrokerRegistrationResponse",
+    "BrokerHeartbeatRequest", "BrokerHeartbeatResponse",
+    "PartitionMetadata",
+    "AlterPartitionRequest", "AlterPartitionResponse",
+    "GetReplicaLogInfoRequest", "GetReplicaLogInfoResponse",
+    "FetchRequest", "FetchResponse",
+    "ProduceRequest", "ProduceResponse",
+    "AlterMinIsrRequest",
+]
+
+
+@dataclass(frozen=True)
+class BrokerRegistrationRequest:
+    broker_id: str
+    previous_broker_epoch: int   # from the CleanShutdownFile, -1 if none
+    incarnation: int             # distinguishes restarts (Kafka: IncarnationId)
+
+
+@dataclass(frozen=True)
+class BrokerRegistrationResponse:
+    broker_id: str
+    incarnation: int
+    broker_epoch: int
+
+
+@dataclass(frozen=True)
+class BrokerHeartbeatRequest:
+    broker_id: str
+    broker_epoch: int
+    want_shutdown: bool = False  # controlled shutdown: fence me now
+
+
+@dataclass(frozen=True)
+class PartitionMetadata:
+    """The partition's state as published to broker `broker_epoch` (the recipient's epoch, so a
+    restarted broker ignores pushes meant for its previous incarnation)."""
+
+    broker_epoch: int
+    leader: str
+    leader_epoch: int
+    partition_epoch: int
+    isr: frozenset[str]
+    min_isr: int                 # the effective min.insync.replicas
+
+
+@dataclass(frozen=True)
+class BrokerHeartbeatResponse:
+    broker_epoch: int
+    fenced: bool
+    metadata: PartitionMetadata
+
+
+@dataclass(frozen=True)
+class AlterPartitionRequest:
+    broker_id: str
+    broker_epoch: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: frozenset[str]
+
+
+@dataclass(frozen=True)
+class AlterPartitionResponse:
+    error: str                   # "NONE", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", ...
+    metadata: PartitionMetadata | None
+
+
+@dataclass(frozen=True)
+class GetReplicaLogInfoRequest:
+    leader_epoch: int            # the controller's partition leader epoch
+
+
+@dataclass(frozen=True)
+class GetReplicaLogInfoResponse:
+    broker_id: str
+    broker_epoch: int
+    last_written_leader_epoch: int
+    current_leader_epoch: int
+    log_end_offset: int
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    replica_id: str
+    replica_broker_epoch: int
+    leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+
+
+@dataclass(frozen=True)
+class FetchResponse:
+    leader_epoch: int
+    error: str                   # "NONE", "FENCED_LEADER_EPOCH", "NOT_LEADER"
+    fetch_offset: int = 0
+    entries: tuple[LogEntry, ...] = ()
+    high_watermark: int = 0
+    diverging_epoch: int | None = None     # set when the follower must truncate
+    diverging_end_offset: int = 0
+
+
+@dataclass(frozen=True)
+class ProduceRequest:
+    request_id: int
+    value: str
+    acks: str                    # "all" or "1"
+
+
+@dataclass(frozen=True)
+class ProduceResponse:
+    request_id: int
+    error: str                   # "NONE", "NOT_LEADER", "NOT_ENOUGH_REPLICAS"
+    offset: int = -1
+    entry: LogEntry | None = None
+    acks: str = "all"
+
+
+@dataclass(frozen=True)
+class AlterMinIsrRequest:
+    min_isr: int
