@@ -26,6 +26,7 @@ class PlantedBug:
     protocol: str              # "kraft" | "elr"
     description: str
     caught_by: tuple[str, ...]  # invariant names expected to report it
+    spec_switch: str | None = None  # the spec constant planting the same bug (TLC configs)
 
 
 _BUGS: list[PlantedBug] = [
@@ -35,32 +36,36 @@ _BUGS: list[PlantedBug] = [
         "The leader advances the high watermark to the majority-replicated offset without "
         "checking that a record of its own epoch is replicated (KIP-595 'extra condition on "
         "commitment').",
-        ("NoCommittedRecordLost", "LeaderCompleteness", "CommittedRecordsAgree")),
+        ("NoCommittedRecordLost", "LeaderCompleteness"),
+        spec_switch="BugNoCurrentEpochRule"),
     PlantedBug(
         "diverging-epoch-off-by-one", "kraft",
         "The leader returns DivergingEpoch.EndOffset one past the true end offset of the "
         "diverging epoch, so the follower keeps one diverged record.",
-        ("LogMatching", "CommittedRecordsAgree")),
+        ("LogMatching", "NoCommittedRecordLost", "LeaderCompleteness")),
     PlantedBug(
         "double-vote-after-restart", "kraft",
         "VotedId is not written to the quorum-state file, so after a restart the voter can "
         "grant a second vote in the same epoch.",
-        ("NoDoubleVote", "AtMostOneLeaderPerEpoch")),
+        ("NoDoubleVote", "AtMostOneLeaderPerEpoch"),
+        spec_switch="BugVoteNotPersisted"),
     PlantedBug(
         "follower-hwm-uncapped", "kraft",
         "A follower takes the leader's high watermark from a Fetch response without capping it "
         "by its own log end offset.",
-        ("HighWatermarkWithinLog",)),
+        ("HighWatermarkWithinLog",),
+        spec_switch="BugFollowerHwmNotCapped"),
     PlantedBug(
         "vote-ignores-log", "kraft",
         "A voter grants its vote without checking that the candidate's log is at least as "
         "up-to-date as its own (KIP-595 'extra condition on leadership').",
-        ("LeaderCompleteness", "NoCommittedRecordLost", "CommittedRecordsAgree")),
+        ("LeaderCompleteness", "NoCommittedRecordLost"),
+        spec_switch="BugNoLogUpToDateCheck"),
     PlantedBug(
         "majority-off-by-one", "kraft",
         "The leader computes the high watermark as the offset replicated to half of the voters "
         "(n // 2) instead of a majority (n // 2 + 1).",
-        ("NoCommittedRecordLost", "LeaderCompleteness", "CommittedRecordsAgree")),
+        ("NoCommittedRecordLost", "LeaderCompleteness")),
 ]
 
 BUGS: dict[str, PlantedBug] = {b.name: b for b in _BUGS}
@@ -91,3 +96,42 @@ def bug_enabled(active: str | None, name: str) -> bool:
     if name not in BUGS:  # a typo in protocol code must not silently disable a bug
         raise UnknownBug(f"bug_enabled: {name!r} is not a registered bug")
     return active == name
+
+# ---- KIP-966 (refimpl/elr) -----------------------------------------------------------------
+_BUGS += [
+    PlantedBug(
+        "elr-not-cleared-at-min-isr", "elr",
+        "The controller's ELR update skips rule 1: when the proposed ISR reaches min ISR the ELR "
+        "is kept instead of emptied (KIP-966 'Controller behaviors', ELR update 1).",
+        ("NonEmptyElrImpliesIsrBelowMinIsr",)),
+    PlantedBug(
+        "unclean-broker-kept-in-elr", "elr",
+        "A broker registering after an unclean shutdown (PreviousBrokerEpoch -1 or stale) is "
+        "kept in (or moved into) the ELR instead of being removed from ISR and ELR (KIP-966 "
+        "'Controller behaviors' 4).",
+        ("ElrMembersHaveDataToHwm", "NoAckedRecordLost")),
+    PlantedBug(
+        "leader-from-fenced-elr", "elr",
+        "The election picks an ELR member even when it is fenced (KIP-966 'Unclean recovery' "
+        "election order step 2 requires an unfenced ELR member).",
+        ("LeaderIsUnfenced", "NoAckedRecordLost")),
+    PlantedBug(
+        "ack-below-min-isr", "elr",
+        "The leader acknowledges acks=all produce requests once the ISR has the record, without "
+        "checking that the ISR has at least min.insync.replicas members.",
+        ("AckedRecordsOnMinIsr", "NoAckedRecordLost")),
+    PlantedBug(
+        "hwm-on-maximal-isr", "elr",
+        "The leader checks the min ISR requirement of the HWM advancement against the maximal "
+        "ISR instead of the ISR committed by the controller (KIP-966 'Additional High "
+        "Watermark advancement requirement').",
+        ("ElrMembersHaveDataToHwm",)),
+    PlantedBug(
+        "balanced-fixed-replies", "elr",
+        "Balanced unclean recovery elects as soon as min ISR replicas have answered "
+        "GetReplicaLogInfo instead of waiting for every LastKnownELR member (the KIP's "
+        "rejected alternative 'The controller elects the leader when a given number of replicas "
+        "have replied').",
+        ("RecoveryElectsMostCompleteLastKnownElr",)),
+]
+BUGS.update({b.name: b for b in _BUGS if b.protocol == "elr"})

@@ -45,7 +45,6 @@ class ControllerState:
     partition: PartitionState
     registrations: tuple[BrokerRegistration, ...] = ()
     incarnations: tuple[tuple[str, int], ...] = ()  # last registered incarnation per broker
-    next_broker_epoch: int = 1
     recovery: RecoveryState | None = None
     unclean_elections: int = 0                    # leaders chosen by unclean recovery/election
 
@@ -98,6 +97,22 @@ class Controller:
         p = PartitionState(replicas=c.brokers, isr=frozenset(c.brokers))
         return ControllerState(config=c, min_isr=c.min_isr, partition=p)
 
+    def initial_registered(self) -> ControllerState:
+        """The initial state of a simulated cluster, as spec/ELR.tla's Init: every broker
+        registered with broker epoch 1 and unfenced, every broker in the ISR, the first broker
+        the leader in leader epoch 1."""
+        s = self.initial()
+        c = self.config
+        regs = tuple(BrokerRegistration(b, 1, False, 0) for b in c.brokers)
+        p = s.partition.with_(leader=c.brokers[0], leader_epoch=1, partition_epoch=1)
+        return replace(s, registrations=regs, partition=p,
+                       incarnations=tuple((b, 0) for b in c.brokers))
+
+    def disk_of(self, s: ControllerState) -> dict:
+        """The controller's disk holding state `s` (its committed metadata)."""
+        p = self._persist(s)
+        return {p.key: p.value}
+
     def initial_timers(self) -> tuple[SetTimer, ...]:
         return (SetTimer(SESSION_TIMER, self.config.session_check_ms),)
 
@@ -108,17 +123,16 @@ class Controller:
         saved = disk.get("metadata")
         if saved is None:
             return self.initial()
-        min_isr, partition, regs, incs, next_epoch, unclean = saved
+        min_isr, partition, regs, incs, unclean = saved
         regs = tuple(replace(r, last_heartbeat_ms=now_ms) for r in regs)
-        return ControllerState(self.config, min_isr, partition, regs, incs, next_epoch, None,
-                               unclean)
+        return ControllerState(self.config, min_isr, partition, regs, incs, None, unclean)
 
     # ---- helpers ----------------------------------------------------------------------
     @staticmethod
     def _persist(s: ControllerState) -> Persist:
         regs = tuple(replace(r, last_heartbeat_ms=0) for r in s.registrations)
         return Persist("metadata", (s.min_isr, s.partition, regs, s.incarnations,
-                                    s.next_broker_epoch, s.unclean_elections))
+                                    s.unclean_elections))
 
     def _publish(self, s: ControllerState) -> tuple[Envelope, ...]:
         """Send the partition's metadata to every registered broker (the metadata log replay)."""
@@ -126,14 +140,14 @@ class Controller:
         return tuple(Envelope(c, r.broker_id, s.metadata_for(r.broker_id))
                      for r in s.registrations)
 
-    def _update_isr(self, s: ControllerState, proposed: frozenset[str]) -> ControllerState:
-        """Apply a proposed ISR through the ELR update (KIP-966 "Controller behaviors")."""
+    def _update_isr(self, s: ControllerState, proposed: frozenset[str],
+                    unclean: frozenset[str] = frozenset()) -> ControllerState:
+        """Apply a proposed ISR through the ELR update (KIP-966 "Controller behaviors";
+        rules.elr_update mirrors spec `ElrUpdate`)."""
         p = s.partition
-        if self.config.elr_enabled:
-            u = rules.update_elr(p.isr, p.elr, p.last_known_elr, proposed, s.eff_min_isr,
-                                 clear_at_min_isr=not bug_enabled(self.bug, B.ELR_NOT_CLEARED))
-        else:
-            u = rules.update_elr_pre_kip(p.isr, proposed)
+        u = rules.elr_update(p.isr, p.elr, p.last_known_elr, frozenset(proposed), s.eff_min_isr,
+                             unclean, self.config.elr_enabled,
+                             clear_at_min_isr=not bug_enabled(self.bug, B.ELR_NOT_CLEARED))
         return replace(s, partition=p.with_(isr=u.isr, elr=u.elr, last_known_elr=u.last_known_elr))
 
     def _fence(self, s: ControllerState, b: str) -> ControllerState:
@@ -157,40 +171,61 @@ class Controller:
         return replace(s, partition=p)
 
     def _elect(self, s: ControllerState) -> tuple[ControllerState, tuple[Envelope, ...], str]:
-        """Elect a leader for a leaderless partition in the KIP-966 order (rules.elect_leader);
+        """Elect a leader for a leaderless partition in the KIP-966 order ("Unclean recovery":
+        rules.clean_candidates, rules.last_known_leader_candidates, rules.recovery_decision);
         returns the state, the GetReplicaLogInfo requests of a newly started unclean recovery,
-        and the kind of decision taken ("" when the partition already has a leader)."""
+        and the decision taken ("" when the partition already has a leader)."""
         p = s.partition
+        c = self.config
         if p.leader != NO_LEADER:
             return s, (), ""
-        if self.config.max_leader_epoch is not None and p.leader_epoch >= self.config.max_leader_epoch:
-            return s, (), "wait"
-        d = rules.elect_leader(p.replicas, p.isr, p.elr, p.last_known_elr, s.unfenced,
-                               self.config.strategy, self.config.elr_enabled,
-                               allow_fenced_elr=bug_enabled(self.bug, B.LEADER_FROM_FENCED_ELR))
-        if d.kind in ("isr", "elr"):
+        if c.max_leader_epoch is not None and p.leader_epoch >= c.max_leader_epoch:
+            return s, (), "WaitForEpochBound"
+        eligible = s.unfenced
+        clean = rules.clean_candidates(
+            p.isr, p.elr, eligible, c.elr_enabled,
+            allow_fenced_elr=bug_enabled(self.bug, B.LEADER_FROM_FENCED_ELR))
+        kind = "CleanElection"
+        if not clean:
+            clean = rules.last_known_leader_candidates(p.isr, p.elr, p.last_known_leader,
+                                                       eligible, c.strategy, c.manager_enabled,
+                                                       c.elr_enabled)
+            kind = "LastKnownLeaderElection"
+        if clean:
+            leader = self._first(clean)
             # "The replica gets unfenced. If the replica is an ELR member and ISR is empty, this
             # replica will be elected as leader, added to ISR, and removed from ELR."
             # "Other behaviors" 7c: the LastKnownLeader is cleaned when a new leader is elected.
-            if d.kind == "elr":
-                s = replace(s, partition=p.with_(elr=p.elr - {d.leader}))
-                s = self._update_isr(s, s.partition.isr | {d.leader})
+            if leader not in p.isr:
+                s = self._update_isr(s, p.isr | {leader})
                 p = s.partition
-            p = p.with_(leader=d.leader, leader_epoch=p.leader_epoch + 1,
+            p = p.with_(leader=leader, leader_epoch=p.leader_epoch + 1,
                         partition_epoch=p.partition_epoch + 1, last_known_leader=NO_LEADER)
-            return replace(s, partition=p, recovery=None), (), d.kind
-        if d.kind == "unclean":
-            p = p.with_(leader=d.leader, leader_epoch=p.leader_epoch + 1, isr=frozenset({d.leader}),
+            return replace(s, partition=p, recovery=None), (), kind
+        d = rules.recovery_decision(c.strategy, c.manager_enabled, c.elr_enabled, p.isr, p.elr,
+                                    p.last_known_elr, eligible)
+        if d == "UncleanElection":
+            live = frozenset(p.replicas) & eligible
+            if not live:
+                return s, (), d
+            # The pre-KIP unclean leader election ("Delivery plan": "randomly choosing an
+            # unfenced replica"; here the first in replica order, to stay deterministic).
+            leader = self._first(live)
+            p = p.with_(leader=leader, leader_epoch=p.leader_epoch + 1, isr=frozenset({leader}),
+                        elr=frozenset(), last_known_elr=frozenset(),
                         partition_epoch=p.partition_epoch + 1, last_known_leader=NO_LEADER)
-            return replace(s, partition=p, unclean_elections=s.unclean_elections + 1), (), "unclean"
-        if d.kind == "recovery" and s.recovery is None:
-            # KIP-966 "Unclean recovery": query every replica with GetReplicaLogInfo.
+            return replace(s, partition=p, unclean_elections=s.unclean_elections + 1), (), d
+        if d == "UncleanRecovery" and s.recovery is None:
+            # KIP-966 "Unclean recovery": query the replicas with GetReplicaLogInfo.
             s = replace(s, recovery=RecoveryState(p.leader_epoch))
             req = GetReplicaLogInfoRequest(p.leader_epoch)
-            sends = tuple(Envelope(self.config.controller, b, req)
-                          for b in p.replicas if b in s.unfenced)
-            return s, sends, "recovery"
-        return s, (), d.kind
+            sends = tuple(Envelope(c.controller, b, req) for b in p.replicas if b in eligible)
+            return s, sends, d
+        return s, (), d
+
+    def _first(self, candidates: frozenset[str]) -> str:
+        """The first candidate in replica (preferred-leader) order."""
+        return next(r for r in self.config.brokers if r in candidates)
 
     def _finish(self, s0: ControllerState, s: ControllerState, action: str, params: dict,
                 extra_sends: tuple[Envelope, ...] = (), reply: tuple[Envelope, ...] = (),
@@ -198,12 +233,12 @@ class Controller:
         """Elect if needed, then build the transition: persist and publish when the committed
         metadata changed."""
         s, rec_sends, kind = self._elect(s)
-        if kind == "recovery" and rec_sends:
+        if kind == "UncleanRecovery" and rec_sends:
             timers = timers + (SetTimer(RECOVERY_TIMER, self.config.recovery_timeout_ms),)
         if kind:
             params = dict(params, election=kind)
-        changed = (s.partition, s.min_isr, s.registrations, s.next_broker_epoch) != \
-                  (s0.partition, s0.min_isr, s0.registrations, s0.next_broker_epoch)
+        changed = (s.partition, s.min_isr, s.registrations, s.incarnations) != \
+                  (s0.partition, s0.min_isr, s0.registrations, s0.incarnations)
         persist = (self._persist(s),) if changed else ()
         publish = self._publish(s) if (s.partition != s0.partition or s.min_isr != s0.min_isr) else ()
         return Transition(state=s, action=action, params=params,
@@ -244,15 +279,23 @@ class Controller:
             return Transition(state=s, action="HandleBrokerRegistration",
                               params={"broker": b, "duplicate": True},
                               sends=(Envelope(c, b, resp),))
+        if self.config.max_broker_epoch is not None and old is not None and \
+                old.broker_epoch >= self.config.max_broker_epoch:
+            return None                   # bounded mode: MaxBrokerEpoch reached
         s0 = s
         clean = rules.is_clean_shutdown(req.previous_broker_epoch,
                                         old.broker_epoch if old else None)
         if self.config.elr_enabled and not clean:
+            # "Controller behaviors" 4: remove the broker from ISR and ELR (rules.elr_update
+            # with the broker as `unclean`); "Other behaviors" 1: no leader epoch bump unless it
+            # was the leader.
             p = s.partition
-            u = rules.remove_unclean_broker(
-                p.isr, p.elr, p.last_known_elr, b, s.eff_min_isr,
-                keep_in_elr=bug_enabled(self.bug, B.UNCLEAN_KEPT_IN_ELR))
-            np = p.with_(isr=u.isr, elr=u.elr, last_known_elr=u.last_known_elr)
+            keep = bug_enabled(self.bug, B.UNCLEAN_KEPT_IN_ELR)
+            s = self._update_isr(s, p.isr - {b}, frozenset() if keep else frozenset({b}))
+            np = s.partition
+            if p.isr == frozenset({b}):
+                # "Other behaviors" 7b: the last ISR member is recorded as the LastKnownLeader.
+                np = np.with_(last_known_leader=b)
             if p.leader == b:
                 np = np.with_(leader=NO_LEADER, leader_epoch=p.leader_epoch + 1)
             if np != p:
@@ -261,12 +304,11 @@ class Controller:
         # The previous registration (if unfenced) is fenced first: a re-registered broker
         # starts fenced.
         s = self._fence(s, b)
-        epoch = s.next_broker_epoch
+        epoch = (old.broker_epoch if old else 0) + 1   # the broker's next epoch
         s = _set_registration(s, BrokerRegistration(b, epoch, True, now_ms))
         incs = dict(s.incarnations)
         incs[b] = req.incarnation
-        s = replace(s, next_broker_epoch=epoch + 1,
-                    incarnations=tuple((x, incs[x]) for x in self.config.brokers if x in incs))
+        s = replace(s, incarnations=tuple((x, incs[x]) for x in self.config.brokers if x in incs))
         resp = BrokerRegistrationResponse(b, req.incarnation, epoch)
         return self._finish(s0, s, "HandleBrokerRegistration",
                             {"broker": b, "clean": clean, "brokerEpoch": epoch},
@@ -329,7 +371,8 @@ class Controller:
         elif p.partition_epoch != req.partition_epoch:
             err = "NONE" if req.new_isr == p.isr else "INVALID_UPDATE_VERSION"
             if err == "NONE":
-                resp = AlterPartitionResponse("NONE", s.metadata_for(b))
+                resp = AlterPartitionResponse("NONE", s.metadata_for(b), req.new_isr,
+                                              req.partition_epoch)
                 return Transition(state=s, action="HandleAlterPartition",
                                   params={"broker": b, "error": "NONE", "duplicate": True},
                                   sends=(Envelope(c, b, resp),))
@@ -339,13 +382,14 @@ class Controller:
         else:
             err = "NONE"
         if err != "NONE":
-            resp = AlterPartitionResponse(err, s.metadata_for(b) if reg else None)
+            resp = AlterPartitionResponse(err, s.metadata_for(b) if reg else None, req.new_isr,
+                                          req.partition_epoch)
             return Transition(state=s, action="RejectAlterPartition",
                               params={"broker": b, "error": err}, sends=(Envelope(c, b, resp),))
         s0 = s
         s = self._update_isr(s, frozenset(req.new_isr))
         s = replace(s, partition=s.partition.with_(partition_epoch=p.partition_epoch + 1))
-        resp = AlterPartitionResponse("NONE", s.metadata_for(b))
+        resp = AlterPartitionResponse("NONE", s.metadata_for(b), req.new_isr, req.partition_epoch)
         return self._finish(s0, s, "HandleAlterPartition",
                             {"broker": b, "isr": frozenset(req.new_isr)},
                             reply=(Envelope(c, b, resp),))
@@ -373,9 +417,7 @@ class Controller:
             return None
         info = rules.LogInfo(resp.broker_id, resp.broker_epoch, resp.last_written_leader_epoch,
                              resp.current_leader_epoch, resp.log_end_offset)
-        reg = s.registration(resp.broker_id)
-        if not rules.reply_is_current(info, reg.broker_epoch if reg else None,
-                                      reg.fenced if reg else True, s.partition.leader_epoch):
+        if not self._reply_valid(s, info):
             return Transition(state=s, action="RejectGetReplicaLogInfoResponse",
                               params={"broker": resp.broker_id})
         rec = s.recovery
@@ -392,9 +434,10 @@ class Controller:
 
     @staticmethod
     def _reply_valid(s: ControllerState, r: rules.LogInfo) -> bool:
+        """A fresh reply (rules.reply_is_fresh) from a broker still unfenced."""
         reg = s.registration(r.broker_id)
-        return reg is not None and rules.reply_is_current(r, reg.broker_epoch, reg.fenced,
-                                                          s.partition.leader_epoch)
+        return reg is not None and not reg.fenced and rules.reply_is_fresh(
+            r, reg.broker_epoch, s.partition.leader_epoch)
 
     def _try_recovery_election(self, s: ControllerState, action: str, params: dict) -> Transition:
         rec = s.recovery
@@ -403,10 +446,12 @@ class Controller:
         replied = frozenset(r.broker_id for r in valid)
         fixed = s.eff_min_isr if bug_enabled(self.bug, B.BALANCED_FIXED_REPLIES) else None
         unfenced_replicas = s.unfenced & frozenset(p.replicas)
-        if not rules.recovery_may_elect(self.config.strategy, replied, p.last_known_elr,
-                                        unfenced_replicas, rec.timed_out, fixed_replies=fixed):
+        can = rules.recovery_can_elect(self.config.strategy, p.last_known_elr, replied, fixed)
+        timing = fixed is not None or rules.recovery_timing_allows(replied, unfenced_replicas,
+                                                                    rec.timed_out)
+        if not (can and timing):
             return Transition(state=s, action=action, params=params)
-        leader = rules.choose_recovery_leader(p.replicas, valid)
+        leader = self._first(rules.best_repliers(valid))
         s0 = s
         # The recovered leader starts a fresh ISR; the ELR no longer bounds the HWM.
         np = p.with_(leader=leader, leader_epoch=p.leader_epoch + 1, isr=frozenset({leader}),

@@ -80,6 +80,9 @@ class AlterPartitionRequest:
 class AlterPartitionResponse:
     error: str                   # "NONE", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", ...
     metadata: PartitionMetadata | None
+    # which request this answers (Kafka matches responses to requests by correlation id)
+    request_isr: frozenset[str] = frozenset()
+    request_partition_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ class FetchResponse:
 class ProduceRequest:
     request_id: int
     value: str
-    acks: str                    # "all" or "1"
+    acks: str                    # "all" or "one"
 
 
 @dataclass(frozen=True)
@@ -130,6 +133,10 @@ class ProduceResponse:
     offset: int = -1
     entry: LogEntry | None = None
     acks: str = "all"
+    # ghosts for the monitor (what the leader knew when it acknowledged an acks=all record)
+    replicas_with_record: int = 0
+    isr_size: int = 0
+    min_isr: int = 0
 
 
 @dataclass(frozen=True)

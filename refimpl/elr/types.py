@@ -22,8 +22,8 @@ __all__ = [
     "ElrConfig",
 ]
 
-#: No leader / no last known leader (the records' -1).
-NO_LEADER = "NoLeader"
+#: No leader / no last known leader (the records' -1); the spec's model value NoBroker.
+NO_LEADER = "NoBroker"
 #: "if the broker shuts down before it receives the broker epoch, it will write -1"
 #: (KIP-966 "Detection of an unclean shutdown", 4).
 NO_EPOCH = -1
@@ -82,7 +82,9 @@ class ElrConfig:
     `min_isr` is min.insync.replicas at start (it can be changed by an admin input);
     `elr_enabled` is eligible.leader.replicas.enabled (False gives pre-KIP-966 behaviour:
     no ELR, the ISR never shrinks to empty, registrations are not checked for clean shutdowns);
-    `strategy` is unclean.recovery.strategy.
+    `strategy` is unclean.recovery.strategy and `manager_enabled` unclean.recovery.manager.enabled
+    (False: the "Delivery plan" phase 1 -- Aggressive is a random unclean election, Balanced
+    waits for the LastKnownLeader).
     """
 
     brokers: tuple[str, ...] = ("b1", "b2", "b3")
@@ -91,10 +93,15 @@ class ElrConfig:
     min_isr: int = 2
     elr_enabled: bool = True
     strategy: str = BALANCED
+    manager_enabled: bool = True            # unclean.recovery.manager.enabled
     values: tuple[str, ...] = ("v1", "v2", "v3")
     max_log_len: int | None = None          # bounded mode: MaxLogLength
-    max_unclean_shutdowns: int | None = None  # bounded mode: MaxUncleanShutdowns
+    # MaxUncleanShutdowns: power losses beyond it are plain crashes.  None: min ISR - 1, the
+    # KIP's fault model ("MinISR-1 tolerance to data loss unclean shutdown events").
+    max_unclean_shutdowns: int | None = None
     max_leader_epoch: int | None = None     # bounded mode: MaxLeaderEpoch
+    max_broker_epoch: int | None = None     # bounded mode: MaxBrokerEpoch
+    acks_modes: tuple[str, ...] = ("all", "one")  # AcksModes
     min_isr_choices: tuple[int, ...] = ()   # values an admin may set min.insync.replicas to
     # timing (virtual ms)
     heartbeat_ms: int = 100
@@ -103,10 +110,16 @@ class ElrConfig:
     fetch_ms: int = 50
     replica_lag_ms: int = 400
     isr_check_ms: int = 100
-    flush_ms: int = 300
+    flush_ms: int = 1500
     recovery_timeout_ms: int = 500
     bug: str | None = None
 
     @property
     def replication_factor(self) -> int:
         return len(self.brokers)
+
+    @property
+    def unclean_shutdown_budget(self) -> int:
+        if self.max_unclean_shutdowns is not None:
+            return self.max_unclean_shutdowns
+        return max(0, min(self.min_isr, self.replication_factor) - 1)

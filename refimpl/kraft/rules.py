@@ -59,13 +59,11 @@ def diverging_epoch(leader_log: Log, fetch_offset: int, last_fetched_epoch: int,
 
 def truncation_offset(follower_log: Log, div_epoch: int, div_end_offset: int) -> int:
     """KIP-595 FetchResponse step 2: the follower truncates offsets >= DivergingEpoch.EndOffset
-    and every record with an epoch > DivergingEpoch.Epoch (Kafka truncateToEndOffset)."""
-    if div_epoch == 0:
-        return min(div_end_offset, len(follower_log))
-    local_epoch, local_end = end_offset_for_epoch(follower_log, div_epoch)
-    if local_epoch == div_epoch:
-        return min(local_end, div_end_offset)
-    return local_end
+    and every record with an epoch > DivergingEpoch.Epoch, i.e. it keeps
+    min(EndOffset, its own end offset for Epoch) records (spec: KRaftLog!TruncateToDivergence).
+    """
+    _, local_end = end_offset_for_epoch(follower_log, div_epoch)
+    return min(div_end_offset, local_end)
 
 
 def majority_replicated_offset(end_offsets: Iterable[int], quorum: int) -> int:

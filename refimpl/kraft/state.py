@@ -1,14 +1,16 @@
 """The state of one KIP-595 replica: persisted part (quorum-state file, log, meta.properties)
 and volatile part (role bookkeeping).  Immutable: handlers build new values with `replace`.
 
-Roles follow Kafka's KafkaRaftClient: Unattached (epoch known, no leader, no vote), Voted
-(voted in this epoch), Candidate, Leader, Follower (knows the leader of its epoch).  Observers
-(replicas not in quorum.voters) only ever are Unattached or Follower.
+Roles follow Kafka's KafkaRaftClient and the spec: Unattached (epoch known, no leader, no vote),
+Voted (voted in this epoch), Candidate, Leader, Follower (knows the leader of its epoch),
+Resigned (a leader that sent EndQuorumEpoch, or restarted after leading: it must not lead that
+epoch again) and Shutdown (stopped by a fatal INVALID_CLUSTER_ID; terminal).  Observers
+(replicas not in quorum.voters) only ever are Unattached, Follower or Shutdown.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from enum import Enum
 
 from kraftcheck.values import Fn
@@ -29,6 +31,8 @@ class Role(str, Enum):
     CANDIDATE = "Candidate"
     LEADER = "Leader"
     FOLLOWER = "Follower"
+    RESIGNED = "Resigned"
+    SHUTDOWN = "Shutdown"
 
 
 @dataclass(frozen=True)
@@ -55,11 +59,12 @@ class NodeState:
     votes_granted: frozenset = frozenset()
     votes_rejected: frozenset = frozenset()
     election_retries: int = 0
-    backing_off: bool = False
     # leader
     epoch_start_offset: int = 0
-    replica_end_offsets: Fn = Fn()          # replica -> last fetch offset seen (log end offset)
-    endorsed: frozenset = frozenset()       # voters that endorsed this leader (BeginQuorumEpoch)
+    # voter -> largest end offset known to be shared with the leader's log; absent = -1 (the
+    # voter has not endorsed the leader yet, so BeginQuorumEpoch is still sent to it)
+    follower_end_offset: Fn = Fn()
+    observer_end_offset: Fn = Fn()          # observers' fetch offsets (for DescribeQuorum)
     fetched_since_check: frozenset = frozenset()  # voters that fetched since the last progress check
     # follower / observer
     fetch_attempt: int = 0                  # rotates the voter asked when the leader is unknown
@@ -68,3 +73,17 @@ class NodeState:
     def quorum_state(self, voters: tuple[str, ...], persist_vote: bool = True) -> QuorumStateFile:
         return QuorumStateFile(self.leader_id, self.epoch,
                                self.voted_id if persist_vote else None, voters)
+
+
+_FIELDS = frozenset(f.name for f in fields(NodeState))
+
+
+def replace(s: NodeState, **kw) -> NodeState:
+    """dataclasses.replace for NodeState, without re-running __init__ (hot path)."""
+    if not _FIELDS.issuperset(kw):
+        raise TypeError(f"NodeState has no field(s) {sorted(set(kw) - _FIELDS)}")
+    new = object.__new__(NodeState)
+    d = new.__dict__
+    d.update(s.__dict__)
+    d.update(kw)
+    return new

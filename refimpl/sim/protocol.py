@@ -22,12 +22,17 @@ Contract (read this before implementing an adapter)
   `unclean_shutdown` receive that RNG (`rng`) and must draw only from it.
 * `Transition.action` / `Transition.params` name the spec action the step corresponds to
   (e.g. "HandleVoteRequest", {"node": "n2", "msg": {...}}).  Params must be canonical TLA+
-  values (see kraftcheck.values) so they can be written to traces.
+  values (see kraftcheck.values) so they can be written to traces.  `split_sends` makes each
+  outgoing request its own step (for specs whose Send actions are separate).
+* `after_step(world, node, action)` runs after each step (ghost/history variables live in
+  `world.history`); `crash_allowed(node, state)` lets bounded mode veto a crash.
 * Crash: the simulator keeps the node's last state for projection, discards its timers and
   drops messages addressed to it.  Restart: `restart(node, disk)` builds a fresh state from the
   disk (the dict of everything written with `Persist`).  Unclean shutdown: if
   `supports_unclean_shutdown`, `unclean_shutdown(node, disk, rng)` returns the disk as it is
   after power loss (e.g. unsynced data lost) before the restart.
+* Trace parameters: `params_json(params, env)` renders a step's parameters (plus the message
+  for deliveries, via `message_value`); `network_action` names simulator-level steps.
 * `project(world)` maps the whole system to the spec's variables (name -> canonical value).
   `encode_state(world, changed)` may return the same as a JSON object text (sorted keys, no
   spaces) faster, with caches; the default builds it from `project`.
@@ -48,7 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftcheck.values import to_itf
+from kraftcheck.values import canonical, to_itf
 
 __all__ = [
     "Envelope",
@@ -106,12 +111,18 @@ class Transition:
     """The result of one handler: exactly one spec action (or a documented stutter)."""
 
     state: Any
-    action: str
+    action: str | None
     params: Mapping[str, Any] = field(default_factory=dict)
     sends: tuple[Envelope, ...] = ()
     persist: tuple[Persist, ...] = ()
     timers: tuple[SetTimer | CancelTimer, ...] = ()
     halt: bool = False  # the node shuts itself down (fatal error, graceful shutdown)
+    # When set, `sends` are requests the spec sends in separate actions (e.g. SendVoteRequest):
+    # the simulator records the state change as `action` (skipped when action is None) and
+    # then each message as its own step named `split_sends`, with params {node, msg}.  Such a
+    # request is not sent (the step is skipped) while an identical message is in flight or
+    # the in-flight bound is reached, as the spec's Send guard requires.
+    split_sends: str | None = None
 
 
 @dataclass
@@ -123,6 +134,7 @@ class World:
     up: dict[str, bool]
     disks: dict[str, dict[str, Any]]
     in_flight: dict[int, tuple[Envelope, int]]  # message id -> (envelope, copies in flight)
+    history: dict[str, Any] = field(default_factory=dict)  # adapter-owned ghost state
 
 
 @dataclass(frozen=True)
@@ -178,6 +190,14 @@ class ProtocolAdapter(ABC):
     def sim_limits(self) -> SimLimits:
         return SimLimits()
 
+    def crash_allowed(self, node: str, state: Any) -> bool:
+        """Bounded mode may forbid some crashes (KRaft: a leader of MaxEpoch)."""
+        return True
+
+    def after_step(self, world: World, node: str | None, action: str) -> None:
+        """Called after every step, before the state is projected: update history (ghost)
+        variables kept in `world.history`."""
+
     # ---- behaviour ---------------------------------------------------------------
     @abstractmethod
     def init(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[tuple[str, SetTimer]]]:
@@ -215,9 +235,22 @@ class ProtocolAdapter(ABC):
         but the bytes must equal this default."""
         return dumps({k: to_itf(v) for k, v in self.project(world).items()})
 
-    def encode_message(self, env: Envelope) -> Any:
+    def message_value(self, env: Envelope) -> Any:
         """A message as a canonical TLA+ value (for trace action parameters)."""
-        return env.payload
+        return canonical(env.payload)
+
+    def params_json(self, params: Mapping[str, Any], env: Envelope | None = None) -> str:
+        """The trace's `params` object as JSON text: the action's parameters (canonical values)
+        plus, for a message step, "msg" (the message).  Override to cache message encodings."""
+        d = {k: to_itf(canonical(v)) for k, v in params.items()}
+        if env is not None:
+            d["msg"] = to_itf(self.message_value(env))
+        return dumps(d)
+
+    def network_action(self, generic: str) -> str:
+        """The spec's name for a simulator-level step: DropMessage, DuplicateMessage, Crash,
+        Partition, Heal (the last three are stutters unless the spec models them)."""
+        return generic
 
     @abstractmethod
     def monitor(self) -> Monitor: ...

@@ -1,0 +1,146 @@
+"""`kraftcheck simulate` (the deterministic simulator) and `kraftcheck export itf`.
+
+  kraftcheck simulate --protocol kraft|elr --seeds 0:999 --faults PROFILE --steps N --out DIR
+                      [--bounds CFG] [--bug NAME] [--list-bugs] [--json]
+  kraftcheck export itf TRACE.jsonl... --out DIR
+
+Exit status of simulate: 0 when the outcome is the expected one (no invariant violated; with
+--bug, at least one trace caught the planted bug), 1 otherwise, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from kraftcheck.output import console, err_console, print_json
+
+__all__ = ["register"]
+
+
+def _list_bugs(as_json: bool) -> None:
+    from refimpl.bugs import BUGS, bugs_for
+    from refimpl.sim.runner import PROTOCOLS
+
+    for proto in PROTOCOLS:  # let each protocol register its bugs, if it is installed
+        try:
+            from refimpl.sim.runner import load_adapter_class
+            load_adapter_class(proto)
+        except Exception:
+            pass
+    rows = [b for p in PROTOCOLS for b in bugs_for(p)] + \
+        [b for b in BUGS.values() if b.protocol not in PROTOCOLS]
+    if as_json:
+        print_json([{"name": b.name, "protocol": b.protocol, "description": b.description,
+                     "caught_by": list(b.caught_by)} for b in rows])
+        return
+    from rich.table import Table
+
+    t = Table(title="Planted bugs (--bug NAME)")
+    for col in ("name", "protocol", "caught by", "description"):
+        t.add_column(col, overflow="fold")
+    for b in rows:
+        t.add_row(b.name, b.protocol, ", ".join(b.caught_by), b.description)
+    console.print(t)
+
+
+def simulate(
+    protocol: str = typer.Option("kraft", "--protocol", help="kraft (KIP-595) or elr (KIP-966)."),
+    seeds: str = typer.Option("0:9", "--seeds", help="Seeds: N, A:B (inclusive) or a comma list."),
+    faults: str = typer.Option("chaos", "--faults",
+                               help="Fault profile: none, lossy, partitions, crashes, chaos."),
+    steps: int = typer.Option(1000, "--steps", help="Steps per trace (after Init)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Folder for traces and manifest.json."),
+    bounds: Optional[Path] = typer.Option(None, "--bounds", help="TLC .cfg whose CONSTANTS bound the run."),
+    bug: Optional[str] = typer.Option(None, "--bug", help="Switch on one planted bug."),
+    list_bugs: bool = typer.Option(False, "--list-bugs", help="List the planted bugs and exit."),
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+) -> None:
+    """Run the deterministic simulator over a range of seeds, checking invariants online."""
+    if list_bugs:
+        _list_bugs(as_json)
+        return
+    from refimpl.sim.runner import RunSpec, UsageError, parse_seeds, run_seeds
+
+    try:
+        spec = RunSpec(protocol=protocol, seeds=parse_seeds(seeds), faults=faults, steps=steps,
+                       bounds_path=str(bounds) if bounds is not None else None, bug=bug)
+        spec.validate()
+    except UsageError as e:
+        err_console.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2)
+    if out is not None and out.exists() and not out.is_dir():
+        err_console.print(f"[red]error:[/red] --out {out} exists and is not a folder")
+        raise typer.Exit(2)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    caught = 0
+    with Progress(TextColumn("[bold]simulate[/bold] {task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                  transient=True) as progress:
+        task = progress.add_task(f"{protocol}/{faults}", total=len(spec.seeds))
+
+        def done(r):
+            nonlocal caught
+            caught += bool(r.violations)
+            progress.advance(task)
+
+        manifest = run_seeds(spec, out, done)
+    s = manifest["summary"]
+    ok = (s["traces_with_violations"] > 0) if bug else (s["traces_with_violations"] == 0)
+    manifest["outcome"] = "expected" if ok else "unexpected"
+    if as_json:
+        print_json(manifest)
+    else:
+        console.print(f"{s['traces']} traces, {s['steps']} steps"
+                      + (f", {s['bytes']} bytes written to {out}" if out is not None else ""))
+        if s["traces_with_violations"]:
+            console.print(f"[red]{s['traces_with_violations']} trace(s) violated "
+                          f"{', '.join(s['invariants_violated'])}[/red]")
+            for t in manifest["traces"]:
+                if t["violations"]:
+                    v = t["violations"][0]
+                    console.print(f"  seed {t['seed']}: {v['invariant']} at step {v['step']}: {v['detail']}")
+                    break
+        else:
+            console.print("[green]no invariant violated[/green]")
+        if bug:
+            console.print(f"planted bug {bug}: " + ("caught" if ok else "[red]NOT caught[/red]"))
+    if not ok:
+        raise typer.Exit(1)
+
+
+def export_itf_cmd(
+    traces: List[Path] = typer.Argument(..., help="Trace files (.jsonl) to convert."),
+    out: Path = typer.Option(..., "--out", help="Folder for the .itf.json files."),
+    as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
+) -> None:
+    """Convert simulator traces (kraftcheck-trace/1) to ITF (.itf.json)."""
+    from refimpl.trace.format import TraceFormatError
+    from refimpl.trace.itf import export_itf
+
+    written, errors = [], []
+    for t in traces:
+        try:
+            written.append(str(export_itf(t, out)))
+        except (OSError, TraceFormatError) as e:
+            errors.append(f"{t}: {e}")
+    if as_json:
+        print_json({"written": written, "errors": errors})
+    else:
+        for w in written:
+            console.print(f"wrote {w}")
+        for e in errors:
+            err_console.print(f"[red]error:[/red] {e}")
+    if errors:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate")(simulate)
+    export = typer.Typer(name="export", help="Export traces to other formats.", no_args_is_help=True)
+    export.command("itf")(export_itf_cmd)
+    app.add_typer(export, name="export")

@@ -1,0 +1,88 @@
+"""`kraftcheck validate PATHS... [--graph CFG | --lazy] [--jobs N] [--json] [--out DIR]`.
+
+Checks trace files against the TLA+ spec by lookup in TLC's state graph (trace_checker/;
+docs/trace-checking.md).  Exit status: 0 when no trace is invalid or malformed, 1 otherwise,
+2 on a usage or toolchain error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kraftcheck.output import console, err_console, print_json
+from kraftcheck.tlc.cfg import CfgError
+from kraftcheck.tlc.java import ToolchainError
+from kraftcheck.tlc.manifest import ManifestError
+
+
+def validate(
+    paths: list[Path] = typer.Argument(..., help="Trace files or folders (*.jsonl, *.ndjson, *.trace)."),
+    graph: str = typer.Option(None, "--graph", help="Full-graph mode: a no-symmetry bfs config "
+                              "of the manifest (e.g. kraft-graph-small)."),
+    lazy: bool = typer.Option(False, "--lazy", help="Neighbourhood mode (the default when no "
+                              "--graph): successors of the corpus's states, one TLC run."),
+    jobs: int = typer.Option(1, "--jobs", "-j", min=1, help="Worker processes."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    out: Path = typer.Option(None, "--out", help="Keep failing traces here, each with a "
+                             ".diagnosis.json, plus summary.json."),
+    manifest: Path = typer.Option(None, "--manifest", help="Folder of the config manifest "
+                                  "(default tlc_configs/)."),
+    no_recheck: bool = typer.Option(False, "--no-recheck", help="Full-graph mode: do not "
+                                    "re-check steps leaving the graph (they become out of scope)."),
+    chunk: int = typer.Option(4000, "--chunk", min=1, help="Source states per TLC run."),
+    show_valid: bool = typer.Option(False, "--show-valid", help="List valid traces too."),
+) -> None:
+    """Check traces against the spec: valid, invalid (with diagnosis), out of scope, malformed."""
+    from trace_checker.corpus import collect_files, validate_corpus
+    from trace_checker.fullgraph import GraphBuildError
+    from trace_checker.neighbourhood import NeighbourhoodError
+    from trace_checker.verdict import summary_lines
+
+    if graph and lazy:
+        _fail("choose one of --graph CFG and --lazy", as_json)
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        _fail(f"no such file or folder: {', '.join(missing)}", as_json)
+    total = len(collect_files(paths))
+    try:
+        if as_json or total == 0:
+            summary = validate_corpus(paths, graph=graph, lazy=lazy, jobs=jobs, out=out,
+                                      manifest_dir=manifest, recheck=not no_recheck, chunk=chunk)
+        else:
+            with Progress(TextColumn("validate"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
+                task = bar.add_task("traces", total=total)
+                summary = validate_corpus(
+                    paths, graph=graph, lazy=lazy, jobs=jobs, out=out, manifest_dir=manifest,
+                    recheck=not no_recheck, chunk=chunk,
+                    progress=lambda done, _total: bar.update(task, completed=done))
+    except (ToolchainError, ManifestError, CfgError, GraphBuildError, NeighbourhoodError) as e:
+        _fail(str(e), as_json)
+    if as_json:
+        print_json(summary)
+    else:
+        g = summary.get("graph")
+        if g:
+            console.print(f"graph {g['config']}: {g['states']} states, {g['edges']} edges "
+                          f"({'cached index' if g['cached'] else 'built'}, "
+                          f"{g['load_seconds']}s)")
+        for line in summary_lines(summary, show_valid):
+            console.print(line)
+        if out is not None:
+            console.print(f"kept failing traces and diagnoses in {out}")
+    raise typer.Exit(0 if summary["ok"] else 1)
+
+
+def _fail(msg: str, as_json: bool) -> None:
+    if as_json:
+        print_json({"error": msg})
+    else:
+        err_console.print(f"[red]error:[/] {msg}")
+    raise typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)

@@ -1,0 +1,419 @@
+"""A broker hosting a replica of the partition, as a pure state machine: it registers with the
+controller (PreviousBrokerEpoch from the CleanShutdownFile), heartbeats, leads (produce, fetch
+serving, ISR shrink / expand with AlterPartition, the HWM rule, acks) or follows (fetch,
+truncate on divergence), flushes its log, and shuts down cleanly.
+
+KIP-966 "Broker behaviors": "Both the follower and the leader don't have any new behavior to
+handle ELR. They still refer to ISR for decision making."  The new broker-side rules are the HWM
+advancement requirement (rules.next_high_watermark) and the CleanShutdownFile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from refimpl.bugs import bug_enabled
+from refimpl.sim.protocol import Envelope, Persist, SetTimer, Transition
+
+from . import bug_names as B
+from . import rules
+from .log import ReplicaLog
+from .messages import (AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest,
+                       BrokerHeartbeatResponse, BrokerRegistrationRequest,
+                       BrokerRegistrationResponse, FetchRequest, FetchResponse,
+                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse, PartitionMetadata,
+                       ProduceRequest, ProduceResponse)
+from .types import NO_EPOCH, ElrConfig, LogEntry
+
+__all__ = ["FollowerProgress", "PendingAck", "BrokerState", "Broker",
+           "HEARTBEAT_TIMER", "FETCH_TIMER", "ISR_TIMER", "FLUSH_TIMER"]
+
+HEARTBEAT_TIMER = "heartbeat"
+FETCH_TIMER = "fetch"
+ISR_TIMER = "isr-check"
+FLUSH_TIMER = "flush"
+
+
+@dataclass(frozen=True)
+class FollowerProgress:
+    """What the leader knows of a follower from its last fetch."""
+
+    broker_epoch: int
+    log_end_offset: int
+    last_caught_up_ms: int
+
+
+@dataclass(frozen=True)
+class PendingAck:
+    """An acks=all produce request waiting for the HWM (KIP-966 acks=all rule)."""
+
+    src: str
+    request_id: int
+    offset: int
+    entry: LogEntry
+
+
+@dataclass(frozen=True)
+class BrokerState:
+    broker_id: str
+    incarnation: int
+    previous_broker_epoch: int          # read from the CleanShutdownFile at start (-1: none)
+    broker_epoch: int = NO_EPOCH        # from the registration response
+    log: ReplicaLog = ReplicaLog()
+    hwm: int = 0
+    metadata: PartitionMetadata | None = None
+    # leader only
+    leader_since_ms: int = 0
+    leader_epoch_start_offset: int = 0  # the log end offset when this leadership began
+    followers: tuple[tuple[str, FollowerProgress], ...] = ()
+    pending_isr: frozenset[str] | None = None   # the ISR proposed in the AlterPartition in flight
+    pending_acks: tuple[PendingAck, ...] = ()
+    # ghost (never read by the protocol): unclean shutdowns this broker went through
+    unclean_shutdowns: int = 0
+
+    @property
+    def registered(self) -> bool:
+        return self.broker_epoch != NO_EPOCH
+
+    @property
+    def is_leader(self) -> bool:
+        md = self.metadata
+        return md is not None and md.leader == self.broker_id
+
+    @property
+    def committed_isr(self) -> frozenset[str]:
+        return self.metadata.isr if self.metadata else frozenset()
+
+    @property
+    def maximal_isr(self) -> frozenset[str]:
+        """KIP-966: the leader's "maximal ISR" -- the committed ISR plus replicas it is adding
+        that the controller has not committed yet."""
+        return self.committed_isr | (self.pending_isr or frozenset())
+
+    def progress(self) -> dict[str, FollowerProgress]:
+        return dict(self.followers)
+
+
+class Broker:
+    def __init__(self, config: ElrConfig):
+        self.config = config
+        self.bug = config.bug
+
+    # ---- construction -----------------------------------------------------------------
+    def timers(self) -> tuple[SetTimer, ...]:
+        c = self.config
+        return (SetTimer(HEARTBEAT_TIMER, 1, c.heartbeat_ms // 2),
+                SetTimer(FETCH_TIMER, c.fetch_ms, c.fetch_ms // 2),
+                SetTimer(ISR_TIMER, c.isr_check_ms, c.isr_check_ms // 2),
+                SetTimer(FLUSH_TIMER, c.flush_ms, c.flush_ms))
+
+    def initial(self, b: str) -> BrokerState:
+        return BrokerState(broker_id=b, incarnation=0, previous_broker_epoch=NO_EPOCH)
+
+    def restart(self, b: str, disk: dict, now_ms: int) -> Transition:
+        """Start from the disk: the log as it survived, the HWM checkpoint, and the
+        CleanShutdownFile's broker epoch (KIP-966 "Detection of an unclean shutdown" 2), which
+        is then removed ("the CleanShutdownFile is removed after the log manager is
+        initialized")."""
+        log = disk.get("log", ReplicaLog())
+        prev = disk.get("clean_shutdown")
+        inc = disk.get("incarnation", 0) + 1
+        s = BrokerState(broker_id=b, incarnation=inc,
+                        previous_broker_epoch=NO_EPOCH if prev is None else prev,
+                        log=log, hwm=min(disk.get("hwm", 0), log.end_offset),
+                        unclean_shutdowns=disk.get("ghost_unclean_shutdowns", 0))
+        return Transition(state=s, action="BrokerStart",
+                          params={"broker": b, "previousBrokerEpoch": s.previous_broker_epoch},
+                          persist=(Persist("clean_shutdown", None), Persist("incarnation", inc)),
+                          timers=self.timers())
+
+    # ---- helpers ----------------------------------------------------------------------
+    def _env(self, s: BrokerState, dst: str, payload) -> Envelope:
+        return Envelope(s.broker_id, dst, payload)
+
+    def _leader_update(self, s: BrokerState,
+                       now_ms: int) -> tuple[BrokerState, tuple[Envelope, ...]]:
+        """Recompute the HWM (rules.next_high_watermark) and answer the acks=all requests it
+        satisfies (rules.acks_all_satisfied)."""
+        md = s.metadata
+        leos = {r: p.log_end_offset for r, p in s.followers}
+        leos[s.broker_id] = s.log.end_offset
+        hwm = rules.next_high_watermark(
+            s.hwm, leos, s.committed_isr, s.maximal_isr, md.min_isr,
+            bug_use_maximal_isr=bug_enabled(self.bug, B.HWM_ON_MAXIMAL_ISR))
+        s = replace(s, hwm=hwm)
+        done, keep = [], []
+        ack_check = not bug_enabled(self.bug, B.ACK_BELOW_MIN_ISR)
+        for a in s.pending_acks:
+            if ack_check:
+                ok = rules.acks_all_satisfied(a.offset, hwm, len(s.committed_isr), md.min_isr)
+            else:
+                # the bug: "the ISR has it" (every maximal ISR member) without the size check
+                on_all = all(leos.get(r, 0) > a.offset for r in s.maximal_isr)
+                ok = on_all
+            (done if ok else keep).append(a)
+        if not done:
+            return s, ()
+        sends = tuple(self._env(s, a.src, ProduceResponse(
+            a.request_id, "NONE", a.offset, a.entry, "all",
+            replicas_with_record=sum(1 for v in leos.values() if v > a.offset),
+            isr_size=len(s.committed_isr), min_isr=md.min_isr)) for a in done)
+        return replace(s, pending_acks=tuple(keep)), sends
+
+    def _apply_metadata(self, s: BrokerState, md: PartitionMetadata | None,
+                        now_ms: int) -> tuple[BrokerState, tuple[Envelope, ...]]:
+        """Adopt newer partition metadata for this incarnation; become leader or follower."""
+        if md is None or md.broker_epoch != s.broker_epoch or not s.registered:
+            return s, ()
+        old = s.metadata
+        if old is not None and md.partition_epoch < old.partition_epoch:
+            return s, ()
+        if old is not None and md == old:
+            return s, ()
+        sends: tuple[Envelope, ...] = ()
+        new_epoch = old is None or old.leader_epoch != md.leader_epoch
+        if new_epoch:
+            # Leadership changed: drop leader-only state; requests waiting for acks fail.
+            sends = tuple(self._env(s, a.src, ProduceResponse(a.request_id, "NOT_LEADER"))
+                          for a in s.pending_acks)
+            s = replace(s, followers=(), pending_isr=None, pending_acks=(), leader_since_ms=now_ms,
+                        leader_epoch_start_offset=s.log.end_offset)
+        if old is not None and md.partition_epoch != old.partition_epoch:
+            # The AlterPartition in flight was based on an older partition epoch: it is either
+            # committed now or will be rejected; the leader proposes again from the new ISR.
+            s = replace(s, pending_isr=None)
+        s = replace(s, metadata=md)
+        if s.is_leader:
+            s, acks = self._leader_update(s, now_ms)
+            sends += acks
+        return s, sends
+
+    # ---- inputs -----------------------------------------------------------------------
+    def on_message(self, s: BrokerState, src: str, msg, now_ms: int) -> Transition | None:
+        if isinstance(msg, BrokerRegistrationResponse):
+            return self.on_registered(s, msg, now_ms)
+        if isinstance(msg, (BrokerHeartbeatResponse, PartitionMetadata)):
+            md = msg.metadata if isinstance(msg, BrokerHeartbeatResponse) else msg
+            s2, sends = self._apply_metadata(s, md, now_ms)
+            if s2 == s and not sends:
+                return None
+            return Transition(state=s2, action="ReceiveMetadata",
+                              params={"broker": s.broker_id}, sends=sends)
+        if isinstance(msg, AlterPartitionResponse):
+            return self.on_alter_partition_response(s, msg, now_ms)
+        if isinstance(msg, FetchRequest):
+            return self.on_fetch(s, src, msg, now_ms)
+        if isinstance(msg, FetchResponse):
+            return self.on_fetch_response(s, src, msg, now_ms)
+        if isinstance(msg, ProduceRequest):
+            return self.on_produce(s, src, msg, now_ms)
+        if isinstance(msg, GetReplicaLogInfoRequest):
+            return self.on_get_log_info(s, src, msg)
+        return None
+
+    def on_registered(self, s: BrokerState, msg: BrokerRegistrationResponse,
+                      now_ms: int) -> Transition | None:
+        if s.registered or msg.incarnation != s.incarnation:
+            return None
+        s = replace(s, broker_epoch=msg.broker_epoch)
+        return Transition(state=s, action="BrokerRegistered",
+                          params={"broker": s.broker_id, "brokerEpoch": msg.broker_epoch})
+
+    def on_heartbeat_timer(self, s: BrokerState, now_ms: int) -> Transition:
+        c = self.config
+        t = (SetTimer(HEARTBEAT_TIMER, c.heartbeat_ms, c.heartbeat_ms // 4),)
+        if not s.registered:
+            req = BrokerRegistrationRequest(s.broker_id, s.previous_broker_epoch, s.incarnation)
+            return Transition(state=s, action="SendBrokerRegistration",
+                              params={"broker": s.broker_id}, timers=t,
+                              sends=(self._env(s, c.controller, req),))
+        req = BrokerHeartbeatRequest(s.broker_id, s.broker_epoch)
+        return Transition(state=s, action="SendBrokerHeartbeat", params={"broker": s.broker_id},
+                          timers=t, sends=(self._env(s, c.controller, req),))
+
+    def on_flush_timer(self, s: BrokerState, now_ms: int) -> Transition:
+        """The periodic log flush (fsync) and HWM checkpoint."""
+        t = (SetTimer(FLUSH_TIMER, self.config.flush_ms, self.config.flush_ms),)
+        s2 = replace(s, log=s.log.flush())
+        return Transition(state=s2, action="FlushLog", params={"broker": s.broker_id},
+                          persist=(Persist("log", s2.log), Persist("hwm", s2.hwm)), timers=t)
+
+    def on_fetch_timer(self, s: BrokerState, now_ms: int) -> Transition:
+        t = (SetTimer(FETCH_TIMER, self.config.fetch_ms, self.config.fetch_ms // 2),)
+        md = s.metadata
+        if md is None or s.is_leader or md.leader not in self.config.brokers:
+            return Transition(state=s, action="FetchIdle", params={"broker": s.broker_id}, timers=t)
+        req = FetchRequest(s.broker_id, s.broker_epoch, md.leader_epoch, s.log.end_offset,
+                           s.log.last_epoch)
+        return Transition(state=s, action="SendFetch", params={"broker": s.broker_id},
+                          timers=t, sends=(self._env(s, md.leader, req),))
+
+    def on_isr_timer(self, s: BrokerState, now_ms: int) -> Transition:
+        """The leader shrinks the ISR of followers that have not caught up within
+        replica.lag.time.max.ms (KIP-966 "ISR invariants": the lagging replica is removed), and
+        re-sends an unanswered AlterPartition."""
+        c = self.config
+        t = (SetTimer(ISR_TIMER, c.isr_check_ms, c.isr_check_ms // 2),)
+        if not s.is_leader:
+            return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
+        md = s.metadata
+        if s.pending_isr is not None:
+            return Transition(state=s, action="SendAlterPartition",
+                              params={"broker": s.broker_id, "isr": s.pending_isr}, timers=t,
+                              sends=(self._alter(s, s.pending_isr),))
+        prog = s.progress()
+        lagging = frozenset(
+            r for r in md.isr if r != s.broker_id and
+            now_ms - (prog[r].last_caught_up_ms if r in prog else s.leader_since_ms) > c.replica_lag_ms)
+        if not lagging:
+            return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
+        new_isr = md.isr - lagging
+        s2 = replace(s, pending_isr=new_isr)
+        return Transition(state=s2, action="ShrinkIsr",
+                          params={"broker": s.broker_id, "isr": new_isr}, timers=t,
+                          sends=(self._alter(s2, new_isr),))
+
+    def _alter(self, s: BrokerState, isr: frozenset[str]) -> Envelope:
+        md = s.metadata
+        return self._env(s, self.config.controller,
+                         AlterPartitionRequest(s.broker_id, s.broker_epoch, md.leader_epoch,
+                                               md.partition_epoch, isr))
+
+    def on_alter_partition_response(self, s: BrokerState, msg: AlterPartitionResponse,
+                                    now_ms: int) -> Transition | None:
+        md = s.metadata
+        if s.pending_isr is None or md is None or msg.request_isr != s.pending_isr or \
+                msg.request_partition_epoch != md.partition_epoch:
+            return None                   # not the answer to the request in flight
+        s2 = replace(s, pending_isr=None)
+        s2, sends = self._apply_metadata(s2, msg.metadata, now_ms)
+        if s2.is_leader:
+            s2, acks = self._leader_update(s2, now_ms)
+            sends += acks
+        return Transition(state=s2, action="ReceiveAlterPartitionResponse",
+                          params={"broker": s.broker_id, "error": msg.error}, sends=sends)
+
+    def on_fetch(self, s: BrokerState, src: str, req: FetchRequest,
+                 now_ms: int) -> Transition | None:
+        """The leader serves a follower's fetch: divergence check, follower progress, ISR
+        expansion (a follower caught up to the HWM is proposed for the ISR: the maximal ISR
+        grows at once, the committed ISR when the controller answers), HWM, acks."""
+        if not s.is_leader or req.replica_id == s.broker_id or \
+                req.replica_id not in self.config.brokers:
+            return None
+        md = s.metadata
+        if req.leader_epoch != md.leader_epoch:
+            resp = FetchResponse(md.leader_epoch, "FENCED_LEADER_EPOCH", req.fetch_offset)
+            return Transition(state=s, action="RejectFetch", params={"broker": s.broker_id},
+                              sends=(self._env(s, src, resp),))
+        if not s.log.matches(req.fetch_offset, req.last_fetched_epoch):
+            e, end = s.log.end_offset_for_epoch(req.last_fetched_epoch)
+            resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, (), s.hwm, e, end)
+            return Transition(state=s, action="HandleFetchDiverging",
+                              params={"broker": s.broker_id, "follower": req.replica_id},
+                              sends=(self._env(s, src, resp),))
+        prog = s.progress()
+        old = prog.get(req.replica_id)
+        caught_up = req.fetch_offset >= s.log.end_offset
+        last = now_ms if caught_up else (
+            old.last_caught_up_ms if old and old.broker_epoch == req.replica_broker_epoch
+            else s.leader_since_ms)
+        prog[req.replica_id] = FollowerProgress(req.replica_broker_epoch, req.fetch_offset, last)
+        s = replace(s, followers=tuple(sorted(prog.items())))
+        sends: tuple[Envelope, ...] = ()
+        if (req.replica_id not in s.maximal_isr and s.pending_isr is None
+                and req.fetch_offset >= max(s.hwm, s.leader_epoch_start_offset)):
+            # In sync: caught up to the HWM and to the start of this leader epoch (Kafka's
+            # isFollowerInSync), so it has every record the leader had when elected.
+            new_isr = md.isr | {req.replica_id}
+            s = replace(s, pending_isr=new_isr)
+            sends += (self._alter(s, new_isr),)
+        s, acks = self._leader_update(s, now_ms)
+        entries = s.log.entries[req.fetch_offset:]
+        resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, entries, s.hwm)
+        return Transition(state=s, action="HandleFetch",
+                          params={"broker": s.broker_id, "follower": req.replica_id,
+                                  "fetchOffset": req.fetch_offset},
+                          sends=(self._env(s, src, resp),) + sends + acks)
+
+    def on_fetch_response(self, s: BrokerState, src: str, resp: FetchResponse,
+                          now_ms: int) -> Transition | None:
+        md = s.metadata
+        if md is None or s.is_leader or src != md.leader or resp.leader_epoch != md.leader_epoch \
+                or resp.error != "NONE" or resp.fetch_offset != s.log.end_offset:
+            return None
+        if resp.diverging_epoch is not None:
+            # Truncate to min(leader's end offset for the epoch, ours), always making progress.
+            _, own_end = s.log.end_offset_for_epoch(resp.diverging_epoch)
+            to = min(resp.diverging_end_offset, own_end, s.log.end_offset - 1)
+            log = s.log.truncate(to)
+            s2 = replace(s, log=log, hwm=min(s.hwm, log.end_offset))
+            return Transition(state=s2, action="TruncateLog",
+                              params={"broker": s.broker_id, "to": log.end_offset},
+                              persist=(Persist("log", log),))
+        log = s.log.append(resp.entries)
+        hwm = max(s.hwm, min(resp.high_watermark, log.end_offset))
+        s2 = replace(s, log=log, hwm=hwm)
+        if s2 == s:
+            return Transition(state=s, action="HandleFetchResponse", params={"broker": s.broker_id})
+        persist = (Persist("log", log),) if resp.entries else ()
+        return Transition(state=s2, action="HandleFetchResponse",
+                          params={"broker": s.broker_id, "appended": len(resp.entries)},
+                          persist=persist)
+
+    def on_produce(self, s: BrokerState, src: str, req: ProduceRequest,
+                   now_ms: int) -> Transition | None:
+        """The leader appends a record.  acks=1 ("one") is answered once the record is in the leader's
+        log; acks=all needs an ISR of at least min ISR (checked on arrival, as Kafka does) and
+        waits for rules.acks_all_satisfied."""
+        if not s.is_leader:
+            return Transition(state=s, action="RejectProduce", params={"broker": s.broker_id},
+                              sends=(self._env(s, src, ProduceResponse(req.request_id, "NOT_LEADER")),))
+        md = s.metadata
+        if req.acks == "all" and len(md.isr) < md.min_isr and \
+                not bug_enabled(self.bug, B.ACK_BELOW_MIN_ISR):
+            return Transition(state=s, action="RejectProduce", params={"broker": s.broker_id},
+                              sends=(self._env(s, src, ProduceResponse(req.request_id,
+                                                                       "NOT_ENOUGH_REPLICAS")),))
+        if self.config.max_log_len is not None and s.log.end_offset >= self.config.max_log_len:
+            return None
+        entry = LogEntry(md.leader_epoch, req.value)
+        offset = s.log.end_offset
+        s = replace(s, log=s.log.append((entry,)))
+        sends: tuple[Envelope, ...] = ()
+        if req.acks == "all":
+            s = replace(s, pending_acks=s.pending_acks + (PendingAck(src, req.request_id, offset, entry),))
+        else:
+            sends += (self._env(s, src, ProduceResponse(req.request_id, "NONE", offset, entry, "one")),)
+        s, acks = self._leader_update(s, now_ms)
+        return Transition(state=s, action="Produce",
+                          params={"broker": s.broker_id, "value": req.value, "acks": req.acks},
+                          sends=sends + acks, persist=(Persist("log", s.log),))
+
+    def on_get_log_info(self, s: BrokerState, src: str,
+                        req: GetReplicaLogInfoRequest) -> Transition | None:
+        """KIP-966 "GetReplicaLogInfo Response": the broker epoch, the last written leader
+        epoch, the current leader epoch from the metadata cache, and the log end offset."""
+        if not s.registered:
+            return None
+        resp = GetReplicaLogInfoResponse(s.broker_id, s.broker_epoch, s.log.last_epoch,
+                                         s.metadata.leader_epoch if s.metadata else 0,
+                                         s.log.end_offset)
+        return Transition(state=s, action="SendGetReplicaLogInfoResponse",
+                          params={"broker": s.broker_id}, sends=(self._env(s, src, resp),))
+
+    def graceful_shutdown(self, s: BrokerState, now_ms: int) -> Transition:
+        """A clean shutdown: flush the log, write the CleanShutdownFile with the current broker
+        epoch (-1 if not registered yet; KIP-966 "Detection of an unclean shutdown" 1 and 4),
+        and ask the controller to fence us (controlled shutdown)."""
+        log = s.log.flush()
+        s2 = replace(s, log=log)
+        sends = ()
+        if s.registered:
+            sends = (self._env(s, self.config.controller,
+                               BrokerHeartbeatRequest(s.broker_id, s.broker_epoch, True)),)
+        return Transition(state=s2, action="CleanShutdown",
+                          params={"broker": s.broker_id, "brokerEpoch": s.broker_epoch},
+                          persist=(Persist("log", log), Persist("hwm", s.hwm),
+                                   Persist("clean_shutdown", s.broker_epoch)),
+                          sends=sends)

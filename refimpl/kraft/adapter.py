@@ -1,0 +1,259 @@
+"""KIP-595 plugged into the simulator: `KRaftAdapter` implements refimpl.sim.protocol.
+
+It owns a `KRaftNode` (the pure handlers), the spec mapping and the online invariants, and
+applies the bounds of a TLC config (`--bounds`): the servers, the maximum epoch, the maximum log
+length, the client values, and the simulator-enforced limits (restarts, in-flight messages,
+client requests).  A handler whose result would leave the bounds is not enabled (None).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from kraftcheck.values import canonical, to_itf
+from refimpl.kraft import spec_mapping as sm
+from refimpl.kraft.config import QuorumConfig
+from refimpl.kraft.invariants import KRaftMonitor
+from refimpl.kraft.node import CHECK_QUORUM, ELECTION, KRaftNode
+from refimpl.kraft.state import META_PROPERTIES, NodeState, Role
+from refimpl.sim.bounds import Bounds, BoundsError
+from refimpl.sim.protocol import (
+    Envelope, Monitor, ProtocolAdapter, SetTimer, SimLimits, Transition, World, dumps,
+)
+
+__all__ = ["KRaftAdapter", "KRaftBounds", "BOUND_NAMES"]
+
+# Accepted constant names in a TLC config (spec/KRaft.tla names first), first match wins.
+BOUND_NAMES: dict[str, tuple[str, ...]] = {
+    "servers": ("Voters", "Server", "Servers", "Replicas"),
+    "observers": ("Observers", "Observer"),
+    "timeout_voters": ("TimeoutVoters",),
+    "misconfigured": ("MisconfiguredServers",),
+    "max_epoch": ("MaxEpoch", "MaxTerm"),
+    "max_log": ("MaxLogLength", "MaxLogLen", "MaxLog"),
+    "values": ("Values", "Value", "ClientValues"),
+    "max_restarts": ("MaxRestarts", "MaxCrashes"),
+    "max_in_flight": ("MaxInFlight", "MaxMessages", "MaxMsgs"),
+    "max_client_requests": ("MaxClientRequests", "MaxAppends"),
+}
+
+CLUSTER_A, CLUSTER_B = "cluster-A", "cluster-B"   # MCKRaft!MCClusterOf
+
+
+@dataclass(frozen=True)
+class KRaftBounds:
+    """The cluster and the bounds of a run.  Unbounded runs use the defaults (3 voters)."""
+
+    voters: tuple[str, ...]
+    observers: tuple[str, ...] = ()
+    max_epoch: int | None = None
+    max_log: int | None = None
+    values: tuple[str, ...] | None = None
+    timeout_voters: tuple[str, ...] | None = None   # None: every voter's timers may fire
+    misconfigured: tuple[str, ...] = ()              # replicas formatted with cluster-B
+    limits: SimLimits = SimLimits()
+
+    @classmethod
+    def from_cfg(cls, b: Bounds) -> "KRaftBounds":
+        def pick(key, kind):
+            r = b.first(BOUND_NAMES[key], kind)
+            return None if r is None else r[1]
+
+        def names(key) -> tuple[str, ...] | None:
+            v = pick(key, "set")
+            if v is None:
+                return None
+            if not all(isinstance(x, str) for x in v):
+                raise BoundsError(f"{b.path}: {key} must be a set of model values")
+            return tuple(sorted(v))
+
+        servers = names("servers")
+        if not servers:
+            raise BoundsError(f"{b.path}: no server set (one of {', '.join(BOUND_NAMES['servers'])})")
+        observers = tuple(x for x in (names("observers") or ()) if x not in servers)
+        values = pick("values", "set")
+        if values is not None:
+            values = tuple(sorted(str(v) for v in values))
+            if not values:
+                raise BoundsError(f"{b.path}: the value set is empty")
+        for key in ("max_epoch", "max_log", "max_restarts", "max_in_flight", "max_client_requests"):
+            v = pick(key, "int")
+            if v is not None and v < 0:
+                raise BoundsError(f"{b.path}: {key} must be >= 0")
+        tv = names("timeout_voters")
+        if tv is not None and not set(tv) <= set(servers):
+            raise BoundsError(f"{b.path}: TimeoutVoters must be a subset of the voters")
+        return cls(
+            voters=servers, observers=observers,
+            max_epoch=pick("max_epoch", "int"), max_log=pick("max_log", "int"),
+            values=values, timeout_voters=tv, misconfigured=names("misconfigured") or (),
+            limits=SimLimits(max_in_flight=pick("max_in_flight", "int"),
+                             max_restarts=pick("max_restarts", "int"),
+                             max_client_requests=pick("max_client_requests", "int")),
+        )
+
+
+class KRaftAdapter(ProtocolAdapter):
+    name = "kraft"
+    spec_module = sm.SPEC_MODULE
+    supports_unclean_shutdown = False  # KIP-595 fsyncs every append: nothing to lose
+
+    def __init__(self, bounds: KRaftBounds | None = None, bug: str | None = None,
+                 config: QuorumConfig | None = None, bootstrap_cluster_id: bool = False):
+        """`bootstrap_cluster_id`: start every replica without a cached clusterId (a brand new
+        cluster, KIP-595r "Cluster Bootstrapping": the first leader generates it).  The default
+        formats every replica with the spec's ClusterOf (cluster-A, or cluster-B for the
+        MisconfiguredServers), as the spec's model does."""
+        self.bounds = bounds or KRaftBounds(voters=("n1", "n2", "n3"))
+        self.bug = bug
+        self.cfg = config or QuorumConfig(voters=self.bounds.voters, fetch_max_records=1)
+        if self.cfg.voters != self.bounds.voters:
+            raise ValueError("config voters differ from the bounds' servers")
+        self.node = KRaftNode(self.cfg, bug, max_epoch=self.bounds.max_epoch,
+                              timeout_voters=self.bounds.timeout_voters)
+        self._nodes = self.bounds.voters + self.bounds.observers
+        self._timeout_voters = set(self.bounds.timeout_voters or self.bounds.voters)
+        self._encoder = sm.StateEncoder(self._nodes, self.bounds.voters)
+        self._counter = 0
+        self.cluster_of = {n: (None if bootstrap_cluster_id else
+                               CLUSTER_B if n in self.bounds.misconfigured else CLUSTER_A)
+                           for n in self._nodes}
+        self.history = sm.History(self.cluster_of)
+
+    @classmethod
+    def from_options(cls, bounds: Bounds | None, bug: str | None) -> "KRaftAdapter":
+        return cls(KRaftBounds.from_cfg(bounds) if bounds is not None else None, bug)
+
+    # ---- static facts
+    def nodes(self) -> tuple[str, ...]:
+        return self._nodes
+
+    def model_values(self) -> tuple[str, ...]:
+        return tuple(sorted(self._nodes + (sm.NIL, sm.LEADER_CHANGE) + (self.bounds.values or ())))
+
+    def spec_variables(self) -> tuple[str, ...]:
+        return sm.VARIABLES
+
+    def sim_limits(self) -> SimLimits:
+        return self.bounds.limits
+
+    # ---- behaviour
+    def _within(self, t: Transition | None) -> Transition | None:
+        if t is None:
+            return None
+        b = self.bounds
+        if b.max_epoch is not None and t.state.epoch > b.max_epoch:
+            return None
+        return self._named(t)
+
+    @staticmethod
+    def _named(t: Transition) -> Transition:
+        if t.action is None:
+            return t
+        spec_name = sm.ACTION_NAMES[t.action]
+        if spec_name == t.action:
+            return t
+        return Transition(t.state, spec_name, t.params, t.sends, t.persist, t.timers, t.halt,
+                          t.split_sends)
+
+    def init(self):
+        self._counter = 0
+        self.history = sm.History(self.cluster_of)
+        states, disks, timers = {}, {}, []
+        for n in self._nodes:
+            cid = self.cluster_of[n]
+            s = self.node.initial_state(n, cid)
+            states[n] = s
+            disks[n] = {META_PROPERTIES: cid} if cid is not None else {}
+            timers += [(n, t) for t in self.node.initial_timers(s) if isinstance(t, SetTimer)
+                       and self._timer_allowed(n, t.name)]
+        return states, disks, timers
+
+    def _timer_allowed(self, node: str, timer: str) -> bool:
+        # TimeoutVoters: only these voters' election / progress timers may fire
+        return timer not in (ELECTION, CHECK_QUORUM) or node in self._timeout_voters
+
+    def deliver(self, node: str, state: NodeState, env: Envelope, now_ms: int) -> Transition | None:
+        return self._within(self.node.handle_message(state, env.src, env.payload))
+
+    def fire_timer(self, node: str, state: NodeState, timer: str, now_ms: int) -> Transition | None:
+        if not self._timer_allowed(node, timer):
+            return None
+        return self._within(self.node.handle_timer(state, timer))
+
+    def client_request(self, world: World, rng: random.Random):
+        leaders = [n for n in self.bounds.voters
+                   if world.up[n] and world.states[n].role is Role.LEADER]
+        if not leaders:
+            return None
+        node = leaders[0] if len(leaders) == 1 else rng.choice(leaders)
+        if self.bounds.max_log is not None and len(world.states[node].log) >= self.bounds.max_log:
+            return None  # spec ClientRequest: Len(log[i]) < MaxLogLength
+        if self.bounds.values is not None:
+            value = rng.choice(self.bounds.values)
+        else:
+            self._counter += 1
+            value = f"v{self._counter}"
+        t = self._within(self.node.client_append(world.states[node], value))
+        return None if t is None else (node, t)
+
+    def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition:
+        t = self.node.restart(node, disk)
+        timers = tuple(x for x in t.timers
+                       if not isinstance(x, SetTimer) or self._timer_allowed(node, x.name))
+        return self._named(Transition(t.state, t.action, t.params, t.sends, t.persist, timers,
+                                      t.halt, t.split_sends))
+
+    def crash_allowed(self, node: str, state: NodeState) -> bool:
+        # spec Restart: not a Shutdown replica; bounded: a leader of MaxEpoch does not crash
+        if state.role is Role.SHUTDOWN:
+            return False
+        b = self.bounds
+        return not (b.max_epoch is not None and state.leader_id == node
+                    and state.epoch >= b.max_epoch)
+
+    def graceful_shutdown(self, node: str, state: NodeState, now_ms: int) -> Transition | None:
+        # spec Resign: leaders only, and not in MaxEpoch
+        if state.role is not Role.LEADER:
+            return None
+        b = self.bounds
+        if b.max_epoch is not None and state.epoch >= b.max_epoch:
+            return None
+        return self._within(self.node.resign(state))
+
+    def after_step(self, world: World, node: str | None, action: str) -> None:
+        if action == "Init" or "kraft" not in world.history:
+            world.history["kraft"] = self.history
+        self.history.after_step(world, node, action)
+
+    # ---- observation
+    def project(self, world: World) -> dict[str, Any]:
+        return sm.project(world, self._nodes, self.bounds.voters)
+
+    def encode_state(self, world: World) -> str:
+        return self._encoder.encode(world)
+
+    def message_value(self, env: Envelope) -> Any:
+        return sm.message_value(env)
+
+    def params_json(self, params: Mapping[str, Any], env: Envelope | None = None) -> str:
+        if env is None:
+            if len(params) == 1 and "node" in params:
+                return '{"node":' + dumps(params["node"]) + "}"
+            return dumps({k: to_itf(canonical(v)) for k, v in params.items()})
+        msg = self._encoder.message_json(env)
+        if not params:
+            return '{"msg":' + msg + "}"
+        if len(params) == 1 and "node" in params:
+            return '{"msg":' + msg + ',"node":' + dumps(params["node"]) + "}"
+        d = {k: to_itf(canonical(v)) for k, v in params.items()}
+        d["msg"] = to_itf(sm.message_value(env))
+        return dumps(d)
+
+    def network_action(self, generic: str) -> str:
+        return sm.NETWORK_ACTIONS.get(generic, generic)
+
+    def monitor(self) -> Monitor:
+        return KRaftMonitor(self.bounds.voters, self._nodes, self.cluster_of)

@@ -1,0 +1,671 @@
+"""A KIP-595 replica as a pure state machine: (state, input) -> Transition.
+
+Inputs are messages (`handle_message`), timer expiries (`handle_timer`), client appends
+(`client_append`), graceful shutdown (`resign`) and restarts (`restart`).  A Transition holds
+the new state, the messages to send, the persistence effects (quorum-state file, log,
+meta.properties) and the timer changes.  The driver (the simulator) applies the persistence
+effects BEFORE it sends the messages, so e.g. a vote is on disk before the VoteResponse leaves
+(KIP-595 "Quorum State", "Vote Request Handling"), and a log append is synced before anything
+acknowledges it (KIP-595 "Log Structure": always fsync).
+
+Time, randomness, network and disk live in the driver (as in etcd's raft library): timers are
+named and relative (`SetTimer`), and a random election timeout is asked for as a jitter.
+
+Each handler's docstring cites the KIP section it implements: "KIP-595 <section>" for the main
+text, "KIP-595r <section>" for the revision on bootstrapping and the progress timeout.  Each
+returned Transition is one action of spec/KRaft.tla (named in `action`); requests a node sends
+on its own initiative (Vote, BeginQuorumEpoch, Fetch) are the spec's separate Send* actions, so
+those transitions set `split_sends` and the simulator records one step per request (see
+docs/refimpl.md for the correspondence table).
+"""
+
+from __future__ import annotations
+
+from kraftcheck.values import Fn
+from refimpl.bugs import bug_enabled
+from refimpl.kraft import rules
+from refimpl.kraft.config import QuorumConfig
+from refimpl.kraft.log import LeaderChange, Record, last_epoch
+from refimpl.kraft.messages import (
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,
+    DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, Errors, FetchRequest,
+    FetchResponse, ReplicaState, VoteRequest, VoteResponse,
+)
+from refimpl.kraft.state import (
+    LOG, META_PROPERTIES, QUORUM_STATE, NodeState, QuorumStateFile, Role, replace,
+)
+from refimpl.sim.protocol import CancelTimer, Envelope, Persist, SetTimer, Transition
+
+__all__ = ["KRaftNode", "ELECTION", "FETCH", "REQUEST", "RESEND", "CHECK_QUORUM",
+           "BECOME_LEADER", "ALL_TIMERS"]
+
+# Timer names.
+ELECTION = "election"            # fetch timeout (follower) / election timeout + backoff (others)
+FETCH = "fetch"                  # send the next Fetch
+REQUEST = "request-timeout"      # the pending Fetch got no response (quorum.request.timeout.ms)
+RESEND = "resend"                # re-send Vote (candidate) / BeginQuorumEpoch (leader)
+CHECK_QUORUM = "check-quorum"    # leader progress timeout (quorum.fetch.timeout.ms)
+BECOME_LEADER = "become-leader"  # single-voter quorum: the candidate takes office at once
+ALL_TIMERS = (ELECTION, FETCH, REQUEST, RESEND, CHECK_QUORUM, BECOME_LEADER)
+
+_EMPTY_FN = Fn()
+_PASSIVE = (Role.UNATTACHED, Role.VOTED, Role.FOLLOWER)
+
+
+def passive_role(voted: str | None, leader: str | None) -> Role:
+    """The role of a replica that is neither candidate nor leader (spec: PassiveRole)."""
+    if leader is not None:
+        return Role.FOLLOWER
+    return Role.VOTED if voted is not None else Role.UNATTACHED
+
+
+class KRaftNode:
+    """The handlers of one replica; holds only configuration (the state is passed in).
+
+    `max_epoch` and `timeout_voters` are bounded-mode guards of the spec (MaxEpoch,
+    TimeoutVoters): an EndQuorumEpoch does not start an election beyond MaxEpoch, nor at a
+    voter whose timers may not fire.  The defaults are the unbounded protocol."""
+
+    def __init__(self, config: QuorumConfig, bug: str | None = None,
+                 max_epoch: int | None = None, timeout_voters=None):
+        self.cfg = config
+        self.voters = config.voters
+        self.majority = config.majority
+        self.max_epoch = max_epoch
+        self.timeout_voters = frozenset(config.voters if timeout_voters is None else timeout_voters)
+        self.bug_hwm_epoch = bug_enabled(bug, "hwm-no-current-epoch-check")
+        self.bug_div_off_by_one = bug_enabled(bug, "diverging-epoch-off-by-one")
+        self.bug_vote_not_persisted = bug_enabled(bug, "double-vote-after-restart")
+        self.bug_follower_hwm = bug_enabled(bug, "follower-hwm-uncapped")
+        self.bug_vote_ignores_log = bug_enabled(bug, "vote-ignores-log")
+        self.bug_majority = bug_enabled(bug, "majority-off-by-one")
+
+    # ------------------------------------------------------------------ construction
+
+    def initial_state(self, node_id: str, cluster_id: str | None = None) -> NodeState:
+        """A freshly formatted replica: epoch 0, no leader, no vote, empty log (KIP-595
+        "Quorum State": LeaderEpoch is initialised to 0).  `cluster_id` is the clusterId
+        already cached in meta.properties, if any (KIP-595r "Cluster Bootstrapping")."""
+        return NodeState(node_id=node_id, role=Role.UNATTACHED, epoch=0, leader_id=None,
+                         voted_id=None, log=(), high_watermark=0, cluster_id=cluster_id)
+
+    def initial_timers(self, s: NodeState) -> tuple:
+        return self._role_timers(s)
+
+    def restart(self, node_id: str, disk) -> Transition:
+        """Restart from the quorum-state file, the log and meta.properties (KIP-595 "Quorum
+        State": the file initialises the quorum state after a restart and keeps the vote).
+        Volatile state is lost (HWM 0).  A replica that led the epoch comes back Resigned (it
+        must not lead that epoch again); one that had voted for itself without a known leader
+        comes back a Candidate that re-sends its Vote requests (KIP-595 "Vote Response
+        Handling" step 2: "upon failover it can just resend the vote request")."""
+        qs: QuorumStateFile | None = disk.get(QUORUM_STATE)
+        s = self.initial_state(node_id, disk.get(META_PROPERTIES))
+        s = replace(s, log=disk.get(LOG, ()))
+        if qs is not None:
+            v, leader = qs.voted_id, qs.leader_id
+            if leader == node_id:
+                role = Role.RESIGNED
+            elif leader is None and v == node_id and self._is_voter(s):
+                role = Role.CANDIDATE
+            else:
+                role = passive_role(v, leader)
+            s = replace(s, role=role, epoch=qs.leader_epoch, leader_id=leader, voted_id=v,
+                        votes_granted=frozenset((node_id,)) if role is Role.CANDIDATE else frozenset())
+        timers = self._role_timers(s)
+        if s.role is Role.CANDIDATE:
+            timers = tuple(x for x in timers if x.name != RESEND) + (SetTimer(RESEND, 0),)
+        return Transition(s, "Restart", {"node": node_id}, timers=timers)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _qs(self, s: NodeState) -> Persist:
+        """The quorum-state write that must precede acting on a vote or role change."""
+        return Persist(QUORUM_STATE, s.quorum_state(self.voters,
+                                                     persist_vote=not self.bug_vote_not_persisted))
+
+    def _is_voter(self, s: NodeState) -> bool:
+        return s.node_id in self.voters
+
+    def _election_timer(self, s: NodeState) -> SetTimer:
+        """quorum.election.timeout.ms plus a random backoff bounded by
+        quorum.election.backoff.max.ms, growing with the failed elections (KIP-595 "Vote")."""
+        cfg = self.cfg
+        jitter = max(cfg.election_timeout_ms,
+                     rules.election_backoff_max(s.election_retries + 1, cfg.retry_backoff_ms,
+                                                cfg.election_backoff_max_ms))
+        return SetTimer(ELECTION, cfg.election_timeout_ms, jitter)
+
+    def _role_timers(self, s: NodeState) -> tuple:
+        """The timers of a role just entered (every other timer is cancelled)."""
+        cfg = self.cfg
+        voter = self._is_voter(s)
+        keep: dict[str, SetTimer] = {}
+        if s.role is Role.FOLLOWER:
+            if voter:
+                keep[ELECTION] = SetTimer(ELECTION, cfg.fetch_timeout_ms)
+            keep[FETCH] = SetTimer(FETCH, 0)
+        elif s.role in (Role.UNATTACHED, Role.VOTED):
+            if voter:
+                keep[ELECTION] = self._election_timer(s)
+            keep[FETCH] = SetTimer(FETCH, 0)
+        elif s.role is Role.RESIGNED:
+            if voter:
+                keep[ELECTION] = self._election_timer(s)
+        elif s.role is Role.CANDIDATE:
+            keep[ELECTION] = self._election_timer(s)
+            keep[RESEND] = SetTimer(RESEND, cfg.request_timeout_ms)
+            if self._has_quorum(s.votes_granted):
+                keep[BECOME_LEADER] = SetTimer(BECOME_LEADER, 0)
+        elif s.role is Role.LEADER:
+            keep[CHECK_QUORUM] = SetTimer(CHECK_QUORUM, cfg.fetch_timeout_ms)
+            keep[RESEND] = SetTimer(RESEND, 0)
+        return tuple(keep[t] if t in keep else CancelTimer(t) for t in ALL_TIMERS)
+
+    def _has_quorum(self, granted) -> bool:
+        """A strict majority of the voters (spec: IsElectionQuorum)."""
+        return len(set(granted) & set(self.voters)) * 2 > len(self.voters)
+
+    @staticmethod
+    def _clear(s: NodeState, **kw) -> NodeState:
+        """Leave the current role: drop candidate / leader bookkeeping (spec:
+        ClearCandidateAndLeaderState)."""
+        fields = dict(votes_granted=frozenset(), votes_rejected=frozenset(),
+                      epoch_start_offset=0, follower_end_offset=_EMPTY_FN,
+                      observer_end_offset=_EMPTY_FN, fetched_since_check=frozenset())
+        fields.update(kw)
+        return replace(s, **fields)
+
+    def step_down(self, s: NodeState, epoch: int, leader: str | None) -> NodeState:
+        """Learn epoch `epoch` (>= ours) with leader `leader` (None if unknown) and become a
+        passive replica; a new epoch clears the vote (spec: StepDown).  KIP-595 "Vote Request
+        Handling", "BeginQuorumEpoch Request Handling", "FetchResponse Handling" step 1."""
+        if leader == s.node_id:
+            leader = None
+        voted = None if epoch > s.epoch else s.voted_id
+        new = self._clear(s, role=passive_role(voted, leader), epoch=epoch, leader_id=leader,
+                          voted_id=voted)
+        if epoch > s.epoch or leader is not None:
+            new = replace(new, fetch_attempt=0, election_retries=0 if leader else s.election_retries)
+        return new
+
+    def _stepped(self, new: NodeState, action: str, sends=(), extra_persist=(),
+                 timers=None) -> Transition:
+        """A transition into a new role/epoch: quorum-state written first, role timers set."""
+        return Transition(new, action, {"node": new.node_id}, sends=tuple(sends),
+                          persist=(self._qs(new),) + tuple(extra_persist),
+                          timers=self._role_timers(new) if timers is None else timers)
+
+    def _same(self, s: NodeState, action: str, sends=()) -> Transition:
+        return Transition(s, action, {"node": s.node_id}, sends=tuple(sends))
+
+    def _send(self, s: NodeState, dst: str, msg) -> Envelope:
+        return Envelope(s.node_id, dst, msg)
+
+    def _cluster_check_fails(self, s: NodeState, cluster_id: str | None) -> bool:
+        """KIP-595r "Cluster Bootstrapping": a non-null clusterId must match the cached one."""
+        return cluster_id is not None and s.cluster_id is not None and cluster_id != s.cluster_id
+
+    def _leader_hwm(self, s: NodeState) -> int:
+        """KIP-595 "FetchRequest Handling" step 4 (spec: NewHighWatermark)."""
+        offs = [len(s.log)]
+        feo = s.follower_end_offset
+        for v in self.voters:
+            if v != s.node_id:
+                offs.append(max(0, feo.get(v, -1)))
+        quorum = (len(self.voters) // 2) if self.bug_majority else None
+        return rules.leader_high_watermark(offs, len(self.voters), s.epoch_start_offset,
+                                           s.high_watermark,
+                                           check_current_epoch=not self.bug_hwm_epoch,
+                                           quorum=quorum)
+
+    @staticmethod
+    def _cache_cluster_id(s: NodeState) -> tuple[NodeState, tuple]:
+        """KIP-595r "Cluster Bootstrapping": once a LeaderChange record carrying the clusterId is
+        committed, cache it in meta.properties."""
+        if s.cluster_id is not None or s.high_watermark == 0:
+            return s, ()
+        for i in range(min(s.high_watermark, len(s.log)) - 1, -1, -1):
+            c = s.log[i].control
+            if c is not None:
+                s = replace(s, cluster_id=c.cluster_id)
+                return s, (Persist(META_PROPERTIES, c.cluster_id),)
+        return s, ()
+
+    # ------------------------------------------------------------------ dispatch
+
+    def handle_message(self, s: NodeState, src: str, msg) -> Transition | None:
+        if s.role is Role.SHUTDOWN:
+            return None
+        h = self._handlers.get(type(msg))
+        if h is None:
+            raise TypeError(f"{s.node_id}: no handler for {type(msg).__name__}")
+        return h(self, s, src, msg)
+
+    # ------------------------------------------------------------------ Vote
+
+    def start_election(self, s: NodeState, action: str = "Timeout",
+                       epoch: int | None = None) -> Transition | None:
+        """KIP-595 "Vote": bump the epoch, vote for itself and write quorum-state; once that
+        is persistent, send Vote requests to all other voters.  Also the leader progress
+        timeout (KIP-595r) and the first EndQuorumEpoch successor start here."""
+        if not self._is_voter(s) or s.role is Role.SHUTDOWN:
+            return None
+        epoch = s.epoch + 1 if epoch is None else epoch
+        new = self._clear(s, role=Role.CANDIDATE, epoch=epoch, leader_id=None,
+                          voted_id=s.node_id, votes_granted=frozenset((s.node_id,)))
+        req = VoteRequest(s.cluster_id, epoch, s.node_id, last_epoch(s.log), len(s.log))
+        sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
+        t = self._stepped(new, action, sends)
+        return Transition(t.state, t.action, t.params, t.sends, t.persist, t.timers,
+                          split_sends="SendVoteRequest")
+
+    def _on_vote_request(self, s: NodeState, src: str, m: VoteRequest) -> Transition:
+        """KIP-595 "Vote Request Handling" steps 1-4 (KIP-595r "Cluster Bootstrapping" step
+        4: INVALID_CLUSTER_ID rejects the vote).  A larger candidate epoch is adopted first;
+        a vote already cast in the epoch is only repeated for the same candidate; otherwise
+        the vote is granted iff no leader is known, the candidate is a voter and its log is at
+        least as up-to-date.  The quorum-state file is written before the response leaves."""
+        c = m.candidate_id
+        if self._cluster_check_fails(s, m.cluster_id):                         # step 1
+            r = VoteResponse(Errors.INVALID_CLUSTER_ID, None, m.candidate_epoch, False)
+            return self._same(s, "HandleVoteRequest", [self._send(s, src, r)])
+        if m.candidate_epoch < s.epoch:                                        # step 2
+            r = VoteResponse(Errors.FENCED_LEADER_EPOCH, s.leader_id, s.epoch, False)
+            return self._same(s, "HandleVoteRequest", [self._send(s, src, r)])
+        bump = m.candidate_epoch > s.epoch                                     # step 4
+        voted = None if bump else s.voted_id
+        leader = None if bump else s.leader_id
+        if voted is not None:                                                  # step 3
+            grant = voted == c
+        else:
+            grant = (leader is None and c in self.voters and self._is_voter(s)  # 4a
+                     and (self.bug_vote_ignores_log or rules.is_log_up_to_date(  # 4b
+                         m.last_offset_epoch, m.last_offset, last_epoch(s.log), len(s.log))))
+        new_vote = c if grant else voted
+        role = passive_role(new_vote, leader) if bump or s.role is Role.UNATTACHED else s.role
+        reply = self._send(s, src, VoteResponse(Errors.NONE, leader, m.candidate_epoch, grant))
+        if bump:
+            new = self._clear(s, role=role, epoch=m.candidate_epoch, leader_id=leader,
+                              voted_id=new_vote, fetch_attempt=0)
+        else:
+            new = replace(s, role=role, voted_id=new_vote)
+        if new.voted_id == s.voted_id and new.epoch == s.epoch and new.role is s.role:
+            return self._same(s, "HandleVoteRequest", [reply])
+        timers = self._role_timers(new) if (bump or role is not s.role) else ()
+        return self._stepped(new, "HandleVoteRequest", [reply], timers=timers)
+
+    def _on_vote_response(self, s: NodeState, src: str, m: VoteResponse) -> Transition:
+        """KIP-595 "Vote Response Handling" (and KIP-595r step 2a: INVALID_CLUSTER_ID is a
+        rejection).  A larger epoch makes the replica step down; a candidate of the response's
+        epoch counts the vote in memory, and with a majority becomes leader; when the
+        rejections make a majority impossible (the gridlock note) it "can immediately step
+        down and backoff": it keeps its persisted self-vote (Voted) and waits for its timer."""
+        if m.error is not Errors.INVALID_CLUSTER_ID and m.leader_epoch > s.epoch:
+            return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
+                                 "HandleVoteResponse")
+        if s.role is not Role.CANDIDATE or m.leader_epoch != s.epoch:
+            return self._same(s, "HandleVoteResponse")
+        if m.vote_granted:
+            granted = s.votes_granted | {src}
+            if self._has_quorum(granted):
+                return self.become_leader(replace(s, votes_granted=granted), "HandleVoteResponse")
+            return self._same(replace(s, votes_granted=granted), "HandleVoteResponse")
+        rejected = s.votes_rejected | {src}
+        if not self._has_quorum(set(self.voters) - rejected):
+            retries = s.election_retries + 1
+            new = replace(self.step_down(s, s.epoch, None), election_retries=retries)
+            backoff = rules.election_backoff_max(retries, self.cfg.retry_backoff_ms,
+                                                 self.cfg.election_backoff_max_ms)
+            timers = tuple(x for x in self._role_timers(new) if x.name != ELECTION) + \
+                (SetTimer(ELECTION, 0, backoff),)
+            return self._stepped(new, "HandleVoteResponse", timers=timers)
+        return self._same(replace(s, votes_rejected=rejected), "HandleVoteResponse")
+
+    def become_leader(self, s: NodeState, action: str = "BecomeLeader") -> Transition | None:
+        """KIP-595 "Vote Response Handling" steps 2-3 + the LeaderChangeMessage (KIP-595r):
+        with a majority, write quorum-state (LeaderId = itself), append the LeaderChange
+        control record (ClusterId, LeaderId, VotedIds; the first leader generates the
+        clusterId) whose offset starts the epoch, then send BeginQuorumEpoch to every other
+        voter (KIP-595 "BeginQuorumEpoch").  The HWM is only advanced by Fetch handling."""
+        if s.role is not Role.CANDIDATE or not self._has_quorum(s.votes_granted):
+            return None
+        cluster = s.cluster_id
+        if cluster is None:
+            for r in reversed(s.log):
+                if r.control is not None:
+                    cluster = r.control.cluster_id
+                    break
+        if cluster is None:
+            # a deterministic stand-in for a fresh UUID: unique per (first leader, epoch)
+            cluster = f"cluster-{s.node_id}-{s.epoch}"
+        rec = Record(s.epoch, control=LeaderChange(cluster, s.node_id, tuple(sorted(s.votes_granted))))
+        log = s.log + (rec,)
+        new = self._clear(s, role=Role.LEADER, leader_id=s.node_id, log=log,
+                          epoch_start_offset=len(s.log), election_retries=0)
+        persist: tuple = (Persist(LOG, log),)
+        if len(self.voters) == 1:  # a quorum of one commits on its own
+            new = replace(new, high_watermark=self._leader_hwm(new))
+            new, cid = self._cache_cluster_id(new)
+            persist += cid
+        req = BeginQuorumEpochRequest(new.cluster_id, s.node_id, s.epoch)
+        sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
+        t = self._stepped(new, action, sends, persist)
+        return Transition(t.state, t.action, t.params, t.sends, t.persist, t.timers,
+                          split_sends="SendBeginQuorumEpoch")
+
+    # ------------------------------------------------------------------ BeginQuorumEpoch
+
+    def _on_begin_epoch_request(self, s: NodeState, src: str,
+                                m: BeginQuorumEpochRequest) -> Transition:
+        """KIP-595 "BeginQuorumEpoch Request Handling": an inconsistent clusterId from an
+        elected leader terminates the broker (KIP-595r "Cluster Bootstrapping" step 3); a lower
+        epoch is rejected (FENCED_LEADER_EPOCH); another leader for an epoch whose leader is
+        known is rejected (INVALID_QUORUM_STATE); otherwise become a follower of the leader."""
+        if self._cluster_check_fails(s, m.cluster_id):
+            return Transition(replace(s, role=Role.SHUTDOWN), "HandleBeginQuorumEpochRequest",
+                              {"node": s.node_id}, halt=True)
+        if m.leader_epoch < s.epoch:
+            r = BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, s.leader_id, s.epoch)
+            return self._same(s, "HandleBeginQuorumEpochRequest", [self._send(s, src, r)])
+        if m.leader_epoch == s.epoch and s.leader_id not in (None, m.leader_id):
+            r = BeginQuorumEpochResponse(Errors.INVALID_QUORUM_STATE, s.leader_id, s.epoch)
+            return self._same(s, "HandleBeginQuorumEpochRequest", [self._send(s, src, r)])
+        new = self.step_down(s, m.leader_epoch, m.leader_id)
+        r = BeginQuorumEpochResponse(Errors.NONE, m.leader_id, m.leader_epoch)
+        if new == s:
+            return self._same(s, "HandleBeginQuorumEpochRequest", [self._send(s, src, r)])
+        return self._stepped(new, "HandleBeginQuorumEpochRequest", [self._send(s, src, r)])
+
+    def _on_begin_epoch_response(self, s: NodeState, src: str,
+                                 m: BeginQuorumEpochResponse) -> Transition:
+        """KIP-595 "BeginQuorumEpoch Response Handling": with no error the leader records the
+        voter's endorsement; FENCED_LEADER_EPOCH (a larger epoch) makes it follow the leader
+        in the response."""
+        if m.leader_epoch > s.epoch:
+            return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
+                                 "HandleBeginQuorumEpochResponse")
+        if (s.role is Role.LEADER and m.leader_epoch == s.epoch and m.error is Errors.NONE
+                and src in self.voters):
+            feo = s.follower_end_offset
+            if feo.get(src, -1) < 0:
+                return self._same(replace(s, follower_end_offset=feo.set(src, 0)),
+                                  "HandleBeginQuorumEpochResponse")
+        return self._same(s, "HandleBeginQuorumEpochResponse")
+
+    # ------------------------------------------------------------------ EndQuorumEpoch
+
+    def resign(self, s: NodeState) -> Transition | None:
+        """KIP-595 "EndQuorumEpoch": a leader shutting down gracefully sends EndQuorumEpoch to
+        every other voter, with the preferred successors sorted by replicated offset
+        (descending), once, without retrying; it is then Resigned.  A candidate ending its
+        election sends it with LeaderId -1 and stops."""
+        if s.role is Role.LEADER:
+            feo = s.follower_end_offset
+            others = [v for v in self.voters if v != s.node_id]
+            succ = tuple(sorted(others, key=lambda v: (-feo.get(v, -1), v)))
+            req = EndQuorumEpochRequest(s.cluster_id, s.node_id, s.node_id, s.epoch, succ)
+            new = self._clear(s, role=Role.RESIGNED)
+            return Transition(new, "Resign", {"node": s.node_id},
+                              sends=tuple(self._send(s, v, req) for v in succ),
+                              timers=self._role_timers(new))
+        if s.role is Role.CANDIDATE:
+            succ = tuple(v for v in self.voters if v != s.node_id)
+            req = EndQuorumEpochRequest(s.cluster_id, s.node_id, None, s.epoch, succ)
+            return Transition(s, "Resign", {"node": s.node_id},
+                              sends=tuple(self._send(s, v, req) for v in succ), halt=True)
+        return None
+
+    def _on_end_epoch_request(self, s: NodeState, src: str, m: EndQuorumEpochRequest) -> Transition:
+        """KIP-595 "EndQuorumEpoch Request Handling": rejected if the clusterId does not match,
+        the epoch is older, the epoch's leader is known to be someone else, or we are not a
+        preferred successor.  Otherwise the first successor becomes a candidate at once; the
+        others learn the epoch and leader and start an election after MIN(retryBackoffMaxMs,
+        retryBackoffMs * 2^(N-1)).  Quorum-state is written before any election starts.  No
+        response is sent: the resigning leader ignores it ("best-effort graceful shutdown")."""
+        leader = m.leader_id if m.leader_id is not None else None
+        succ = m.preferred_successors
+        if (self._cluster_check_fails(s, m.cluster_id) or m.leader_epoch < s.epoch
+                or (m.leader_epoch == s.epoch and s.leader_id not in (None, src))
+                or s.node_id not in succ or not self._is_voter(s)):
+            return self._same(s, "HandleEndQuorumEpochRequest")
+        pos = succ.index(s.node_id)
+        if (pos == 0 and s.node_id in self.timeout_voters
+                and (self.max_epoch is None or m.leader_epoch < self.max_epoch)):
+            return self.start_election(s, "HandleEndQuorumEpochRequest", m.leader_epoch + 1)
+        new = self.step_down(s, m.leader_epoch, leader if leader is not None else None)
+        delay = rules.successor_backoff_ms(pos, self.cfg.retry_backoff_ms, self.cfg.retry_backoff_max_ms)
+        timers = tuple(x for x in self._role_timers(new) if x.name != ELECTION) + \
+            (SetTimer(ELECTION, delay),)
+        return self._stepped(new, "HandleEndQuorumEpochRequest", timers=timers)
+
+    def _on_end_epoch_response(self, s: NodeState, src: str, m: EndQuorumEpochResponse) -> Transition:
+        """KIP-595 "EndQuorumEpoch Response Handling": nothing on success; a newer epoch makes
+        a sender that is still running follow the indicated leader."""
+        if m.leader_epoch > s.epoch:
+            return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
+                                 "HandleEndQuorumEpochResponse")
+        return self._same(s, "HandleEndQuorumEpochResponse")
+
+    # ------------------------------------------------------------------ Fetch
+
+    def send_fetch(self, s: NodeState) -> Transition | None:
+        """KIP-595 "Fetch": a follower (voter or observer) fetches from its leader with
+        FetchOffset = log end and LastFetchedEpoch = its last epoch.  Without a known leader
+        (KIP-595r "Cluster Bootstrapping" step 1; observers, KIP-595 "BeginQuorumEpoch") it
+        asks the voters in turn.  One Fetch is outstanding at a time."""
+        if s.fetch_pending:
+            return None
+        if s.role is Role.FOLLOWER:
+            dst = s.leader_id
+        elif s.role in (Role.UNATTACHED, Role.VOTED) and s.leader_id is None:
+            others = [v for v in self.voters if v != s.node_id]
+            if not others:
+                return None
+            dst = others[s.fetch_attempt % len(others)]
+        else:
+            return None
+        req = FetchRequest(s.cluster_id, s.node_id, s.epoch, len(s.log), last_epoch(s.log))
+        return Transition(replace(s, fetch_pending=True), None, {"node": s.node_id},
+                          sends=(self._send(s, dst, req),),
+                          timers=(SetTimer(REQUEST, self.cfg.request_timeout_ms),),
+                          split_sends="SendFetchRequest")
+
+    def _on_fetch_request(self, s: NodeState, src: str, m: FetchRequest) -> Transition:
+        """KIP-595 "FetchRequest Handling" steps 1-4: clusterId check; the epoch must be the
+        leader's (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH; a non-leader answers
+        NOT_LEADER_OR_FOLLOWER with the leader it knows, KIP-595 "BeginQuorumEpoch");
+        FetchOffset / LastFetchedEpoch validated against the log (else DivergingEpoch); a
+        voter's fetch records its end offset and endorsement and may advance the HWM (majority
+        + current-epoch rule); observers' fetches never do."""
+        def resp(state, err, leader, epoch, hwm, records=(), div=None):
+            return self._send(state, src, FetchResponse(err, leader, epoch, hwm, m.fetch_offset,
+                                                        m.last_fetched_epoch, records, div))
+
+        if self._cluster_check_fails(s, m.cluster_id):                          # step 1
+            return self._same(s, "HandleFetchRequest",
+                              [resp(s, Errors.INVALID_CLUSTER_ID, None, m.current_leader_epoch, -1)])
+        if s.role is not Role.LEADER or m.current_leader_epoch != s.epoch:       # step 2
+            if m.current_leader_epoch < s.epoch:
+                err = Errors.FENCED_LEADER_EPOCH
+            elif m.current_leader_epoch > s.epoch:
+                err = Errors.UNKNOWN_LEADER_EPOCH
+            else:
+                err = Errors.NOT_LEADER_OR_FOLLOWER
+            return self._same(s, "HandleFetchRequest", [resp(s, err, s.leader_id, s.epoch, -1)])
+        div = rules.diverging_epoch(s.log, m.fetch_offset, m.last_fetched_epoch,
+                                    off_by_one=self.bug_div_off_by_one)         # step 3
+        valid = div is None
+        new = s
+        persist: tuple = ()
+        if src in self.voters:                                                  # step 4
+            feo = s.follower_end_offset
+            off = max(feo.get(src, -1), m.fetch_offset if valid else 0)
+            new = replace(s, follower_end_offset=feo.set(src, off) if off != feo.get(src, -1) else feo,
+                          fetched_since_check=s.fetched_since_check | {src})
+            if valid:
+                new = replace(new, high_watermark=self._leader_hwm(new))
+                new, persist = self._cache_cluster_id(new)
+        elif valid:
+            new = replace(s, observer_end_offset=s.observer_end_offset.set(src, m.fetch_offset))
+        records = s.log[m.fetch_offset:m.fetch_offset + self.cfg.fetch_max_records] if valid else ()
+        r = resp(new, Errors.NONE, s.node_id, s.epoch, new.high_watermark, records, div)
+        return Transition(new, "HandleFetchRequest", {"node": s.node_id}, sends=(r,),
+                          persist=persist)
+
+    def _on_fetch_response(self, s: NodeState, src: str, m: FetchResponse) -> Transition:
+        """KIP-595 "FetchResponse Handling" (and KIP-595r step 1a: INVALID_CLUSTER_ID is
+        fatal).  A larger epoch (FENCED_LEADER_EPOCH) -> write quorum-state and follow the
+        leader in the response; the leader of our epoch, unknown so far -> follow it ("Current
+        Leader Discovery"); the current leader's answer to our current position -> truncate on
+        DivergingEpoch (step 2), else append the records (synced) and take HWM = min(log end,
+        leader HWM), never decreasing.  Anything else (stale, duplicate) is ignored."""
+        if m.error is Errors.INVALID_CLUSTER_ID:
+            return Transition(replace(s, role=Role.SHUTDOWN), "HandleFetchResponse",
+                              {"node": s.node_id}, halt=True)
+        pace = (CancelTimer(REQUEST),)
+        if m.leader_epoch > s.epoch:
+            new = replace(self.step_down(s, m.leader_epoch, m.leader_id), fetch_pending=False)
+            return self._stepped(new, "HandleFetchResponse")
+        if (m.leader_epoch == s.epoch and s.leader_id is None
+                and m.leader_id not in (None, s.node_id)
+                and s.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE)):
+            new = replace(self.step_down(s, m.leader_epoch, m.leader_id), fetch_pending=False)
+            return self._stepped(new, "HandleFetchResponse")
+        if not (m.error is Errors.NONE and s.role is Role.FOLLOWER and src == s.leader_id
+                and m.leader_epoch == s.epoch and m.fetch_offset == len(s.log)
+                and m.last_fetched_epoch == last_epoch(s.log)):
+            if not s.fetch_pending:
+                return self._same(s, "HandleFetchResponse")
+            # no leader there (or a stale answer): ask again after an exponential backoff
+            attempt = s.fetch_attempt + 1
+            backoff = rules.successor_backoff_ms(min(attempt, 30), self.cfg.retry_backoff_ms,
+                                                 self.cfg.retry_backoff_max_ms)
+            return Transition(replace(s, fetch_pending=False, fetch_attempt=attempt),
+                              "HandleFetchResponse", {"node": s.node_id},
+                              timers=pace + (SetTimer(FETCH, backoff),))
+        alive = (SetTimer(ELECTION, self.cfg.fetch_timeout_ms),) if self._is_voter(s) else ()
+        if m.diverging_epoch is not None:
+            de, deo = m.diverging_epoch
+            log = s.log[:rules.truncation_offset(s.log, de, deo)]
+            new = replace(s, log=log, fetch_pending=False)
+            return Transition(new, "HandleFetchResponse", {"node": s.node_id},
+                              persist=(Persist(LOG, log),) if len(log) < len(s.log) else (),
+                              timers=alive + pace + (SetTimer(FETCH, 0),))
+        log = s.log + m.records if m.records else s.log
+        hwm = rules.follower_high_watermark(s.high_watermark, m.high_watermark, len(log),
+                                            capped=not self.bug_follower_hwm)
+        new = replace(s, log=log, high_watermark=hwm, fetch_pending=False)
+        new, cid_persist = self._cache_cluster_id(new)
+        persist = ((Persist(LOG, log),) if m.records else ()) + cid_persist
+        poll = 0 if m.records else self.cfg.fetch_poll_ms
+        return Transition(new, "HandleFetchResponse", {"node": s.node_id}, persist=persist,
+                          timers=alive + pace + (SetTimer(FETCH, poll),))
+
+    # ------------------------------------------------------------------ DescribeQuorum
+
+    def describe_quorum(self, s: NodeState) -> DescribeQuorumResponse:
+        """KIP-595 "DescribeQuorum Request Handling": only the leader answers with the
+        replication state; others return NOT_LEADER_FOR_PARTITION with the leader they know."""
+        if s.role is not Role.LEADER:
+            return DescribeQuorumResponse(Errors.NOT_LEADER_FOR_PARTITION, s.leader_id, s.epoch,
+                                          s.high_watermark, (), ())
+        feo, oeo = s.follower_end_offset, s.observer_end_offset
+        voters = tuple(ReplicaState(v, len(s.log) if v == s.node_id else feo.get(v, -1))
+                       for v in self.voters)
+        observers = tuple(ReplicaState(o, oeo[o]) for o in sorted(oeo))
+        return DescribeQuorumResponse(Errors.NONE, s.node_id, s.epoch, s.high_watermark,
+                                      voters, observers)
+
+    def _on_describe_quorum(self, s: NodeState, src: str, m: DescribeQuorumRequest) -> Transition:
+        return self._same(s, "HandleDescribeQuorumRequest",
+                          [self._send(s, src, self.describe_quorum(s))])
+
+    def _on_describe_quorum_response(self, s: NodeState, src: str, m) -> Transition:
+        return self._same(s, "HandleDescribeQuorumResponse")
+
+    # ------------------------------------------------------------------ timers and clients
+
+    def handle_timer(self, s: NodeState, timer: str) -> Transition | None:
+        """Timer expiries: election / fetch timeouts (KIP-595 "Vote" conditions 1 and 3, with
+        the randomized backoff; spec Timeout), Fetch sending and its request timeout
+        (quorum.request.timeout.ms), re-sends of Vote and BeginQuorumEpoch (KIP-595
+        "BeginQuorumEpoch Response Handling": until endorsed), and the leader progress
+        timeout (KIP-595r)."""
+        if s.role is Role.SHUTDOWN:
+            return None
+        if timer == ELECTION:
+            if s.role is Role.LEADER:
+                return None
+            return self.start_election(s)
+        if timer == FETCH:
+            return self.send_fetch(s)
+        if timer == REQUEST:
+            if not s.fetch_pending:
+                return None
+            new = replace(s, fetch_pending=False, fetch_attempt=s.fetch_attempt + 1)
+            return Transition(new, "FetchRequestTimeout", {"node": s.node_id},
+                              timers=(SetTimer(FETCH, 0),))
+        if timer == RESEND:
+            return self._resend(s)
+        if timer == CHECK_QUORUM:
+            if s.role is not Role.LEADER:
+                return None
+            if self._has_quorum(s.fetched_since_check | {s.node_id}):
+                return Transition(replace(s, fetched_since_check=frozenset()),
+                                  "LeaderProgressTimeout", {"node": s.node_id},
+                                  timers=(SetTimer(CHECK_QUORUM, self.cfg.fetch_timeout_ms),))
+            return self.start_election(s, "LeaderProgressTimeout")
+        if timer == BECOME_LEADER:
+            return self.become_leader(s)
+        raise ValueError(f"unknown timer {timer!r}")
+
+    def _resend(self, s: NodeState) -> Transition | None:
+        """Vote requests to voters that have not answered (KIP-595 "Vote"); BeginQuorumEpoch
+        to voters that have not endorsed the leader."""
+        if s.role is Role.CANDIDATE:
+            answered = s.votes_granted | s.votes_rejected
+            req = VoteRequest(s.cluster_id, s.epoch, s.node_id, last_epoch(s.log), len(s.log))
+            dsts = [v for v in self.voters if v not in answered]
+            split = "SendVoteRequest"
+        elif s.role is Role.LEADER:
+            req = BeginQuorumEpochRequest(s.cluster_id, s.node_id, s.epoch)
+            dsts = [v for v in self.voters
+                    if v != s.node_id and s.follower_end_offset.get(v, -1) < 0]
+            split = "SendBeginQuorumEpoch"
+        else:
+            return None
+        if not dsts:
+            return None
+        return Transition(s, None, {"node": s.node_id},
+                          sends=tuple(self._send(s, d, req) for d in dsts),
+                          timers=(SetTimer(RESEND, self.cfg.request_timeout_ms),),
+                          split_sends=split)
+
+    def client_append(self, s: NodeState, value: str) -> Transition | None:
+        """KIP-595 "Client Interactions": the leader appends the record (synced before the
+        append returns, KIP-595 "Log Structure"); a single-voter quorum commits at once."""
+        if s.role is not Role.LEADER:
+            return None
+        log = s.log + (Record(s.epoch, value=value),)
+        new = replace(s, log=log)
+        persist: tuple = (Persist(LOG, log),)
+        if len(self.voters) == 1:
+            new = replace(new, high_watermark=self._leader_hwm(new))
+            new, cid = self._cache_cluster_id(new)
+            persist += cid
+        return Transition(new, "ClientRequest", {"node": s.node_id, "value": value},
+                          persist=persist)
+
+    _handlers = {
+        VoteRequest: _on_vote_request,
+        VoteResponse: _on_vote_response,
+        BeginQuorumEpochRequest: _on_begin_epoch_request,
+        BeginQuorumEpochResponse: _on_begin_epoch_response,
+        EndQuorumEpochRequest: _on_end_epoch_request,
+        EndQuorumEpochResponse: _on_end_epoch_response,
+        FetchRequest: _on_fetch_request,
+        FetchResponse: _on_fetch_response,
+        DescribeQuorumRequest: _on_describe_quorum,
+        DescribeQuorumResponse: _on_describe_quorum_response,
+    }

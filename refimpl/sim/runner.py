@@ -1,0 +1,187 @@
+"""Running many seeds: adapter lookup, seed ranges, trace files and the run manifest.
+
+Used by `kraftcheck simulate` and benchmarks/bench_simulate.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from refimpl.bugs import get_bug
+from refimpl.sim.bounds import Bounds, parse_cfg
+from refimpl.sim.faults import get_profile
+from refimpl.sim.protocol import ProtocolAdapter, dumps
+from refimpl.sim.simulator import SimResult, Simulator
+
+__all__ = ["PROTOCOLS", "UsageError", "load_adapter_class", "parse_seeds", "RunSpec",
+           "run_seeds", "MANIFEST_SCHEMA"]
+
+MANIFEST_SCHEMA = "kraftcheck-sim-manifest/1"
+
+# protocol name -> (module, class name)
+PROTOCOLS: dict[str, tuple[str, str]] = {
+    "kraft": ("refimpl.kraft.adapter", "KRaftAdapter"),
+    "elr": ("refimpl.elr.adapter", "ELRAdapter"),
+}
+
+
+class UsageError(ValueError):
+    """A bad argument: the CLI reports it and exits with status 2."""
+
+
+def load_adapter_class(protocol: str) -> type[ProtocolAdapter]:
+    if protocol not in PROTOCOLS:
+        raise UsageError(f"unknown protocol {protocol!r}; choose one of: {', '.join(PROTOCOLS)}")
+    mod_name, cls_name = PROTOCOLS[protocol]
+    try:
+        mod = importlib.import_module(mod_name)
+    except ModuleNotFoundError as e:
+        if e.name and (mod_name == e.name or mod_name.startswith(e.name + ".")):
+            raise UsageError(f"protocol {protocol!r} is not available: {mod_name} is missing "
+                             f"(expected a class {cls_name} implementing "
+                             f"refimpl.sim.protocol.ProtocolAdapter)") from None
+        raise
+    cls = getattr(mod, cls_name, None)
+    if cls is None:
+        found = [v for v in vars(mod).values() if isinstance(v, type)
+                 and issubclass(v, ProtocolAdapter) and v is not ProtocolAdapter
+                 and v.__module__ == mod.__name__]
+        if len(found) != 1:
+            raise UsageError(f"protocol {protocol!r}: {mod_name} defines no class {cls_name}")
+        cls = found[0]
+    if not (isinstance(cls, type) and issubclass(cls, ProtocolAdapter)):
+        raise UsageError(f"protocol {protocol!r}: {mod_name}.{cls_name} is not a ProtocolAdapter")
+    return cls
+
+
+_SEEDS = re.compile(r"\s*(\d+)\s*(?::\s*(\d+)\s*)?\Z")
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`7` -> [7]; `0:999` -> 0..999 inclusive; `1,5,9:11` -> [1, 5, 9, 10, 11]."""
+    out: list[int] = []
+    for part in text.split(","):
+        m = _SEEDS.match(part)
+        if not m:
+            raise UsageError(f"bad seed range {part.strip()!r}: use N, A:B or a comma list")
+        a = int(m.group(1))
+        b = int(m.group(2)) if m.group(2) is not None else a
+        if b < a:
+            raise UsageError(f"bad seed range {part.strip()!r}: end before start")
+        if b - a > 10_000_000:
+            raise UsageError(f"seed range {part.strip()!r} is too large")
+        out.extend(range(a, b + 1))
+    if not out:
+        raise UsageError("no seeds")
+    return out
+
+
+@dataclass
+class RunSpec:
+    protocol: str
+    seeds: list[int]
+    faults: str
+    steps: int
+    bounds_path: str | None = None
+    bug: str | None = None
+
+    def validate(self) -> tuple[type[ProtocolAdapter], Bounds | None]:
+        if self.steps <= 0:
+            raise UsageError("--steps must be positive")
+        try:
+            get_profile(self.faults)
+        except KeyError as e:
+            raise UsageError(e.args[0]) from None
+        if self.bug is not None:
+            try:
+                b = get_bug(self.bug)
+            except KeyError as e:
+                raise UsageError(e.args[0]) from None
+            if b.protocol != self.protocol:
+                raise UsageError(f"bug {self.bug!r} belongs to protocol {b.protocol!r}, "
+                                 f"not {self.protocol!r}")
+        cls = load_adapter_class(self.protocol)
+        bounds = None
+        if self.bounds_path is not None:
+            try:
+                bounds = parse_cfg(self.bounds_path)
+            except ValueError as e:
+                raise UsageError(str(e)) from None
+        try:
+            cls.from_options(bounds, self.bug)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        return cls, bounds
+
+
+def trace_id(protocol: str, faults: str, seed: int, bug: str | None) -> str:
+    return f"{protocol}-{faults}-{bug}-{seed}" if bug else f"{protocol}-{faults}-{seed}"
+
+
+def run_seeds(spec: RunSpec, out_dir: Path | None,
+              on_done: Callable[[SimResult], None] | None = None) -> dict:
+    """Run every seed; write each trace (atomically) and manifest.json into out_dir (when
+    given); return the manifest."""
+    from kraftcheck.output import write_atomic
+
+    cls, bounds = spec.validate()
+    profile = get_profile(spec.faults)
+    bounds_label = None
+    if bounds is not None:
+        bounds_label = {"file": spec.bounds_path,
+                        "constants": {k: _plain(v) for k, v in sorted(bounds.constants.items())}}
+    traces = []
+    for seed in spec.seeds:
+        adapter = cls.from_options(bounds, spec.bug)
+        tid = trace_id(spec.protocol, spec.faults, seed, spec.bug)
+        r = Simulator(adapter, seed, profile, spec.steps, trace=out_dir is not None,
+                      trace_id=tid, bounds_label=bounds_label, bug=spec.bug).run()
+        entry = {"trace_id": tid, "seed": seed, "steps": r.steps, "end_reason": r.end_reason,
+                 "time_ms": r.time_ms, "invariants": r.invariants,
+                 "violations": r.violations}
+        if out_dir is not None:
+            data = r.text().encode("utf-8")
+            fname = f"{tid}.jsonl"
+            write_atomic(out_dir / fname, data)
+            entry.update(file=fname, bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+        traces.append(entry)
+        if on_done:
+            on_done(r)
+    violated = sorted({v["invariant"] for t in traces for v in t["violations"]})
+    manifest = {
+        "schema": MANIFEST_SCHEMA,
+        "arguments": {"protocol": spec.protocol, "seeds": _seed_label(spec.seeds),
+                      "faults": spec.faults, "steps": spec.steps, "bounds": spec.bounds_path,
+                      "bug": spec.bug},
+        "traces": traces,
+        "summary": {
+            "traces": len(traces),
+            "steps": sum(t["steps"] for t in traces),
+            "bytes": sum(t.get("bytes", 0) for t in traces),
+            "traces_with_violations": sum(1 for t in traces if t["violations"]),
+            "invariants_violated": violated,
+        },
+    }
+    if out_dir is not None:
+        write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def _seed_label(seeds: list[int]) -> str:
+    if seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}:{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
+    return ",".join(map(str, seeds))
+
+
+def _plain(v):
+    if isinstance(v, frozenset):
+        return sorted((_plain(x) for x in v), key=repr)
+    if isinstance(v, tuple):
+        return [_plain(x) for x in v]
+    return v

@@ -1,0 +1,366 @@
+"""The deterministic discrete-event simulator (protocol-agnostic; see refimpl/sim/protocol.py).
+
+One `random.Random(seed)` drives everything (latency, loss, duplication, partitions, crashes,
+timer jitter, client workload); the virtual clock only advances to the next event.  The same
+seed, adapter options and fault profile therefore give the same steps and a byte-identical
+trace.
+
+Each step is one event: a message delivery (or its loss -> DropMessage), a duplication, a timer
+expiry, a client request, a crash / restart, a partition / heal.  After every step the adapter's
+online invariants are checked; the run stops at the first violation (end_reason "violation"),
+after `max_steps` steps, or when nothing is left to happen.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from refimpl.sim.faults import FaultProfile
+from refimpl.sim.network import Network
+from refimpl.sim.protocol import (
+    CancelTimer, Envelope, ProtocolAdapter, SetTimer, Transition, Violation, World, dumps,
+)
+from refimpl.trace.format import footer_obj, header_obj, step_line
+
+__all__ = ["Simulator", "SimResult", "run_one"]
+
+# event kinds (the order breaks no ties: (time, seq) does)
+_DELIVER, _DUPLICATE, _TIMER, _CLIENT, _CRASH, _RESTART, _PARTITION, _HEAL = range(8)
+
+_RETRY_MS = 25
+_MAX_IDLE_EVENTS = 5000  # this many events in a row without a step: nothing can happen any more  # an event refused by the in-flight bound is tried again this much later
+
+
+@dataclass
+class SimResult:
+    trace_id: str
+    seed: int
+    steps: int
+    end_reason: str
+    invariants: dict[str, str]
+    violations: list[dict]
+    lines: list[str] | None = None
+    time_ms: int = 0
+    events: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def text(self) -> str:
+        return "\n".join(self.lines or ()) + "\n"
+
+
+@dataclass
+class _Stats:
+    restarts: int = 0
+    clients: int = 0
+
+
+class Simulator:
+    def __init__(self, adapter: ProtocolAdapter, seed: int, profile: FaultProfile,
+                 max_steps: int, *, trace: bool = True, trace_id: str | None = None,
+                 bounds_label: Any = None, bug: str | None = None,
+                 stop_on_violation: bool = True):
+        self.a = adapter
+        self.seed = seed
+        self.profile = profile
+        self.max_steps = max_steps
+        self.tracing = trace
+        self.bug = bug
+        self.stop_on_violation = stop_on_violation
+        self.trace_id = trace_id or f"{adapter.name}-{profile.name}-{seed}"
+        self.bounds_label = bounds_label
+        self.rng = random.Random(seed)
+        lim = adapter.sim_limits()
+        self.limits = lim
+        self.net = Network(profile, self.rng, allow_loss=lim.allow_loss,
+                           allow_duplication=lim.allow_duplication)
+        self.nodes = adapter.nodes()
+        self.now = 0
+        self._seq = 0
+        self._heap: list = []
+        self._timers: dict[tuple[str, str], int] = {}
+        self._gen = 0
+        self.stats = _Stats()
+        self.lines: list[str] = []
+        self.step_no = 0
+        self.monitor = adapter.monitor()
+        self.violations: list[dict] = []
+        self._tid_json = json.dumps(self.trace_id)
+        self._permanently_down: set[str] = set()
+        self.events = 0  # simulator events processed (steps + events that changed nothing)
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _push(self, at: int, kind: int, a: Any = None, b: Any = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (at, self._seq, kind, a, b))
+
+    def _exp(self, mean: int) -> int:
+        return max(1, int(self.rng.expovariate(1.0 / mean)))
+
+    # ------------------------------------------------------------------ applying transitions
+
+    def _apply(self, node: str, t: Transition) -> None:
+        """State, disk, timers; and the messages unless they are split into their own steps."""
+        self.states[node] = t.state
+        if t.persist:  # the disk is written before anything is sent
+            disk = self.disks[node]
+            for p in t.persist:
+                disk[p.key] = p.value
+        for tm in t.timers:
+            key = (node, tm.name)
+            if type(tm) is SetTimer:
+                self._gen += 1
+                self._timers[key] = self._gen
+                d = tm.delay_ms + (self.rng.randint(0, tm.jitter_ms) if tm.jitter_ms > 0 else 0)
+                self._push(self.now + d, _TIMER, key, self._gen)
+            elif type(tm) is CancelTimer:
+                self._timers.pop(key, None)
+        if t.split_sends is None:
+            for env in t.sends:
+                self._transmit(env)
+
+    def _transmit(self, env: Envelope) -> None:
+        net = self.net
+        mid = net.add(env)
+        self._push(self.now + net.latency(), _DELIVER, mid)
+        if net.should_duplicate():
+            self._push(self.now + net.latency(), _DUPLICATE, mid)
+
+    def _take(self, node: str, t: Transition, env: Envelope | None = None) -> bool:
+        """Apply a transition and record its step(s); True when the run must stop."""
+        self._apply(node, t)
+        if t.halt:
+            self._crash(node)
+            self._permanently_down.add(node)
+        stop = False
+        if t.action is not None:
+            stop = self._record(t.action, t.params, node, env)
+        if t.split_sends is not None and not stop:
+            m = self.limits.max_in_flight
+            for e in t.sends:
+                if self.net.holds(e) or (m is not None and self.net.count >= m):
+                    continue  # the spec's Send guard: not taken now (a re-send comes later)
+                self._transmit(e)
+                if self._record(t.split_sends, {"node": e.src}, node, e):
+                    return True
+        return stop
+
+    def _fits(self, t: Transition, consumed: int = 0) -> bool:
+        """The in-flight bound for messages sent within the step itself (replies and
+        broadcasts); split requests are checked one by one when sent."""
+        m = self.limits.max_in_flight
+        if m is None or t.split_sends is not None:
+            return True
+        after = self.net.count - consumed + len(t.sends)
+        return after <= m or len(t.sends) <= consumed
+
+    def _crash(self, node: str) -> None:
+        self.up[node] = False
+        for key in [k for k in self._timers if k[0] == node]:
+            del self._timers[key]
+
+    # ------------------------------------------------------------------ recording
+
+    def _record(self, action: str, params: Any, node: str | None, env: Envelope | None = None) -> bool:
+        """Write the step and check the invariants; True when the run must stop."""
+        self.step_no += 1
+        self.a.after_step(self.world, node, action)
+        if self.tracing:
+            self.lines.append(step_line(self._tid_json, self.step_no, self.now, action,
+                                        self.a.params_json(params, env),
+                                        self.a.encode_state(self.world)))
+        found = self.monitor.check(self.world, action, node)
+        if found:
+            for v in found:
+                self.violations.append({"invariant": v.invariant, "step": self.step_no,
+                                        "detail": v.detail})
+            return self.stop_on_violation
+        return False
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> SimResult:
+        a, p = self.a, self.profile
+        states, disks, init_timers = a.init()
+        self.states = dict(states)
+        self.disks = {n: dict(d) for n, d in disks.items()}
+        self.up = {n: True for n in self.nodes}
+        self.world = World(0, self.states, self.up, self.disks, self.net.in_flight)
+        for node, tm in init_timers:
+            self._apply(node, Transition(self.states[node], "Init", timers=(tm,)))
+        a.after_step(self.world, None, "Init")
+        if self.tracing:
+            self.lines.append(dumps(header_obj(
+                trace_id=self.trace_id, protocol=a.name, seed=self.seed, fault_profile=p.name,
+                bug=self.bug, bounds=self.bounds_label, spec_module=a.spec_module,
+                model_values=a.model_values(), variables=a.spec_variables())))
+            self.lines.append(step_line(self._tid_json, 0, 0, "Init", "{}", a.encode_state(self.world)))
+        init_v = self.monitor.check(self.world, "Init", None)
+        for v in init_v:
+            self.violations.append({"invariant": v.invariant, "step": 0, "detail": v.detail})
+        if p.client_every_ms:
+            self._push(self._exp(p.client_every_ms), _CLIENT)
+        if p.crash_every_ms and len(self.nodes) > 1:
+            self._push(self._exp(p.crash_every_ms), _CRASH)
+        if p.partition_every_ms and len(self.nodes) > 1:
+            self._push(self._exp(p.partition_every_ms), _PARTITION)
+        end = "violation" if init_v and self.stop_on_violation else None
+        idle = 0
+        while end is None:
+            if self.step_no >= self.max_steps:
+                end = "max_steps"
+                break
+            if not self._heap:
+                end = "quiescent"
+                break
+            at, _, kind, x, y = heapq.heappop(self._heap)
+            self.events += 1
+            self.now = at
+            self.world.now_ms = at
+            before = self.step_no
+            stop = self._handlers[kind](self, x, y)
+            if stop:
+                end = "violation"
+            elif self.step_no == before:
+                idle += 1
+                if idle > _MAX_IDLE_EVENTS:
+                    end = "quiescent"
+            else:
+                idle = 0
+        names = self.monitor.names
+        bad = {v["invariant"] for v in self.violations}
+        inv = {n: ("violated" if n in bad else "ok") for n in names}
+        for n in bad:
+            inv.setdefault(n, "violated")
+        if self.tracing:
+            self.lines.append(dumps(footer_obj(trace_id=self.trace_id, steps=self.step_no,
+                                               end_reason=end, invariants=inv,
+                                               violations=self.violations)))
+        return SimResult(self.trace_id, self.seed, self.step_no, end, inv, self.violations,
+                         self.lines if self.tracing else None, self.now, self.events)
+
+    # ------------------------------------------------------------------ event handlers
+    # Each returns True when the run must stop (an invariant was violated).
+
+    def _on_deliver(self, mid: int, _y) -> bool:
+        entry = self.net.in_flight.get(mid)
+        if entry is None:
+            return False
+        env = entry[0]
+        dst = env.dst
+        if self.up.get(dst) and not self.net.is_blocked(env.src, dst) and not self.net.lost():
+            t = self.a.deliver(dst, self.states[dst], env, self.now)
+            if t is not None and self._fits(t, consumed=1):
+                self.net.remove(mid)
+                return self._take(dst, t, env)
+        self.net.remove(mid)
+        return self._record(self.a.network_action("DropMessage"), {}, None, env)
+
+    def _on_duplicate(self, mid: int, _y) -> bool:
+        m = self.limits.max_in_flight
+        if m is not None and self.net.count + 1 > m:
+            return False
+        if not self.net.add_copy(mid):
+            return False
+        env = self.net.in_flight[mid][0]
+        self._push(self.now + self.net.latency(), _DELIVER, mid)
+        return self._record(self.a.network_action("DuplicateMessage"), {}, None, env)
+
+    def _on_timer(self, key: tuple[str, str], gen: int) -> bool:
+        if self._timers.get(key) != gen:
+            return False
+        node, name = key
+        if not self.up[node]:
+            return False
+        t = self.a.fire_timer(node, self.states[node], name, self.now)
+        if t is None:
+            del self._timers[key]
+            return False
+        if not self._fits(t):
+            self._push(self.now + _RETRY_MS, _TIMER, key, gen)
+            return False
+        del self._timers[key]
+        return self._take(node, t)
+
+    def _on_client(self, _x, _y) -> bool:
+        p = self.profile
+        lim = self.limits.max_client_requests
+        if lim is not None and self.stats.clients >= lim:
+            return False
+        self._push(self.now + self._exp(p.client_every_ms), _CLIENT)
+        r = self.a.client_request(self.world, self.rng)
+        if r is None:
+            return False
+        node, t = r
+        if not self.up.get(node) or not self._fits(t):
+            return False
+        self.stats.clients += 1
+        return self._take(node, t)
+
+    def _on_crash(self, _x, _y) -> bool:
+        p = self.profile
+        self._push(self.now + self._exp(p.crash_every_ms), _CRASH)
+        lim = self.limits.max_restarts
+        if lim is not None and self.stats.restarts >= lim:
+            return False
+        candidates = [n for n in self.nodes
+                      if self.up[n] and self.a.crash_allowed(n, self.states[n])]
+        if not candidates:
+            return False
+        node = self.rng.choice(candidates)
+        r = self.rng.random()
+        self.stats.restarts += 1
+        if r < p.graceful:
+            t = self.a.graceful_shutdown(node, self.states[node], self.now)
+            if t is not None and self._fits(t):
+                if self._take(node, t):
+                    return True
+        elif r < p.graceful + p.unclean and self.a.supports_unclean_shutdown:
+            self.disks[node] = self.a.unclean_shutdown(node, dict(self.disks[node]), self.rng)
+        self._crash(node)
+        if node in self._permanently_down:
+            return False
+        lo, hi = p.downtime_ms
+        self._push(self.now + self.rng.randint(lo, hi), _RESTART, node)
+        return self._record(self.a.network_action("Crash"), {"node": node}, node)
+
+    def _on_restart(self, node: str, _y) -> bool:
+        if self.up[node] or node in self._permanently_down:
+            return False
+        t = self.a.restart(node, self.disks[node], self.now)
+        self.up[node] = True
+        return self._take(node, t)
+
+    def _on_partition(self, _x, _y) -> bool:
+        p = self.profile
+        self._push(self.now + self._exp(p.partition_every_ms), _PARTITION)
+        if self.net.blocked:
+            return False
+        side, rest, one_way = self.net.partition(self.nodes)
+        lo, hi = p.partition_duration_ms
+        self._push(self.now + self.rng.randint(lo, hi), _HEAL)
+        return self._record(self.a.network_action("Partition"),
+                            {"side": frozenset(side), "rest": frozenset(rest),
+                             "one_way": one_way}, None)
+
+    def _on_heal(self, _x, _y) -> bool:
+        self.net.heal()
+        return self._record(self.a.network_action("Heal"), {}, None)
+
+    _handlers: dict[int, Callable] = {
+        _DELIVER: _on_deliver, _DUPLICATE: _on_duplicate, _TIMER: _on_timer,
+        _CLIENT: _on_client, _CRASH: _on_crash, _RESTART: _on_restart,
+        _PARTITION: _on_partition, _HEAL: _on_heal,
+    }
+
+
+def run_one(adapter: ProtocolAdapter, seed: int, profile: FaultProfile, max_steps: int,
+            **kw) -> SimResult:
+    return Simulator(adapter, seed, profile, max_steps, **kw).run()

@@ -1,0 +1,157 @@
+"""The spec's state graph as two Parquet tables: `graph_states` (fp, initial, label) and
+`graph_edges` (src_fp, action, dst_fp).
+
+Fingerprints are `kraftcheck.values.fingerprint` of the state (an Fn from spec variable to
+canonical value), the same as trace states get in ingest, so the tables join with `steps`.
+
+Sources (`--graph`):
+  * a TLC dump `FILE.dot` written with `-dump dot,actionlabels`: parsed inside Spark, one UDF
+    call per state label (kraftcheck.tla_values.parse_state), so large graphs load in parallel;
+  * a manifest config name (e.g. `kraft-graph-small`): the trace checker's cached graph index
+    (trace_checker.fullgraph.load_graph, which runs TLC once and caches the parse);
+  * a folder holding `graph_states/` and `graph_edges/` from an earlier run (reused as is).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+__all__ = ["GraphError", "GraphTables", "load_graph_tables", "parse_label"]
+
+_NODE = r'^(-?\d+) \[label="((?:[^"\\]|\\.)*)"(,style = filled)?\];?\s*$'
+_EDGE = r'^(-?\d+) -> (-?\d+)(?: \[label="((?:[^"\\]|\\.)*)"[^\]]*\])?;?\s*$'
+_ESC = re.compile(r"\\(.)", re.S)
+
+_PARSED = T.StructType([T.StructField("fp", T.StringType()), T.StructField("text", T.StringType()),
+                        T.StructField("error", T.StringType())])
+
+
+class GraphError(ValueError):
+    """The graph source cannot be read or holds something that is not a TLC state graph."""
+
+
+@dataclass
+class GraphTables:
+    name: str
+    states: DataFrame      # fp, initial, label
+    edges: DataFrame       # src_fp, action, dst_fp
+    protocol: str | None
+
+
+def parse_label(label: str) -> tuple[str, str]:
+    """A dot-escaped state label -> (fingerprint, state text)."""
+    from kraftcheck.tla_values import parse_state
+    from kraftcheck.values import fingerprint
+    text = _ESC.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), label)
+    return fingerprint(parse_state(text)), text
+
+
+@F.arrow_udf(_PARSED)
+def _parse_labels(labels: pa.Array) -> pa.Array:
+    out = []
+    for lab in labels.to_pylist():
+        try:
+            fp, text = parse_label(lab)
+            out.append({"fp": fp, "text": text, "error": None})
+        except ValueError as e:
+            out.append({"fp": None, "text": None, "error": str(e)[:300]})
+    return pa.array(out, type=pa.struct([("fp", pa.string()), ("text", pa.string()),
+                                         ("error", pa.string())]))
+
+
+def _protocol_of(label: str | None) -> str | None:
+    if not label:
+        return None
+    if re.search(r"\bcurrentEpoch = ", label):
+        return "kraft"
+    if re.search(r"\bleaderEpoch = ", label):
+        return "elr"
+    return None
+
+
+def _from_dot(spark: SparkSession, path: Path) -> GraphTables:
+    lines = spark.read.text(str(path))
+    nodes = (lines.select(F.regexp_extract("value", _NODE, 1).alias("tid"),
+                          F.regexp_extract("value", _NODE, 2).alias("label"),
+                          (F.regexp_extract("value", _NODE, 3) != "").alias("initial"))
+             .filter(F.col("tid") != ""))
+    nodes = nodes.withColumn("p", _parse_labels("label")).select(
+        F.col("tid").cast("long").alias("tid"), "initial", F.col("p.fp").alias("fp"),
+        F.col("p.text").alias("label"), F.col("p.error").alias("error")).cache()
+    bad = nodes.filter(F.col("error").isNotNull()).select("tid", "error").limit(3).collect()
+    if bad:
+        nodes.unpersist()
+        raise GraphError(f"{path}: state {bad[0].tid} is not a TLA+ state: {bad[0].error}")
+    if nodes.limit(1).count() == 0:
+        nodes.unpersist()
+        raise GraphError(f"{path}: no state in this file; expected a TLC `-dump dot,actionlabels`"
+                         " state graph")
+    edges = (lines.select(F.regexp_extract("value", _EDGE, 1).alias("src"),
+                          F.regexp_extract("value", _EDGE, 2).alias("dst"),
+                          F.regexp_extract("value", _EDGE, 3).alias("action"))
+             .filter(F.col("src") != "")
+             .select(F.col("src").cast("long").alias("src"), F.col("dst").cast("long").alias("dst"),
+                     "action"))
+    ids = nodes.select("tid", "fp")
+    e = (edges.join(ids.withColumnRenamed("tid", "src").withColumnRenamed("fp", "src_fp"), "src")
+         .join(ids.withColumnRenamed("tid", "dst").withColumnRenamed("fp", "dst_fp"), "dst")
+         .select("src_fp", "action", "dst_fp").distinct())
+    states = (nodes.groupBy("fp").agg(F.max("initial").alias("initial"),
+                                      F.first("label").alias("label")))
+    first = nodes.select("label").first()
+    return GraphTables(path.stem, states, e, _protocol_of(first.label if first else None))
+
+
+def _from_checker(spark: SparkSession, name: str) -> GraphTables:
+    try:
+        from trace_checker.fullgraph import load_graph
+    except ImportError as e:
+        raise GraphError(f"{name}: not a .dot file, and the trace checker's graph index is not "
+                         f"available ({e})") from None
+    try:
+        g = load_graph(name).graph
+    except Exception as e:  # unknown config, symmetry, TLC failure: the checker says which
+        raise GraphError(f"{name}: {e}") from None
+    from kraftcheck.values import make_fn, to_tla
+    fps = [g.fingerprint(i) for i in range(len(g))]
+    init = set(g.initial)
+    states = []
+    for i, fp in enumerate(fps):
+        st = g.state(i)
+        label = "\n".join(f"/\\ {k} = {to_tla(v)}" for k, v in sorted(st.items()))
+        states.append((fp, i in init, label))
+    edges = sorted({(fps[s], g.actions[a], fps[d]) for s, lst in enumerate(g.succ)
+                    for a, d in lst})
+    sdf = spark.createDataFrame(states, "fp string, initial boolean, label string")
+    edf = spark.createDataFrame(edges, "src_fp string, action string, dst_fp string")
+    return GraphTables(name, sdf, edf, _protocol_of(states[0][2] if states else None))
+
+
+def load_graph_tables(spark: SparkSession, source: str, out: Path) -> GraphTables:
+    """Load the graph from `source` and write out/graph_states and out/graph_edges."""
+    p = Path(source)
+    if p.is_dir() and (p / "graph_states").is_dir() and (p / "graph_edges").is_dir():
+        s = spark.read.parquet(str(p / "graph_states"))
+        first = s.select("label").first()
+        g = GraphTables(p.name, s, spark.read.parquet(str(p / "graph_edges")),
+                        _protocol_of(first.label if first else None))
+        g_name = g.name
+    elif p.is_file():
+        g = _from_dot(spark, p)
+        g_name = g.name
+    elif p.suffix == ".dot" or "/" in source:
+        raise GraphError(f"{source}: no such file")
+    else:
+        g = _from_checker(spark, source)
+        g_name = source
+    g.states.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_states"))
+    g.edges.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_edges"))
+    return GraphTables(g_name, spark.read.parquet(str(out / "graph_states")),
+                       spark.read.parquet(str(out / "graph_edges")), g.protocol)

@@ -1,0 +1,274 @@
+"""Ingest: JSON Lines trace corpora -> Parquet tables `traces`, `steps` and `bad_rows`.
+
+Nothing is inferred and nothing is dropped silently.  Every input line is parsed with the
+explicit schema `schema.LINE`; a line that is not JSON, has a field of the wrong type, lacks a
+required field, names an unknown kind or schema, holds an undecodable state or an action outside
+the protocol's vocabulary becomes a row of `bad_rows` (file, line, reason, text), and its trace
+is marked incomplete in `traces`.
+
+Line numbers come from the scan itself: a line's position is its file block's first line plus
+its ordinal inside the block (`monotonically_increasing_id` numbers the rows of a partition in
+order; blocks of one file are numbered by prefix sums of their row counts), so they are exact
+for files larger than a Spark partition too, on any Hadoop file system.
+
+The scan runs once: the parsed lines, each step's state fingerprint and observations included,
+are written to a staging Parquet table, and the output tables are cheap column scans of it.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from spark_trace_analysis.schema import CORRUPT, LINE, REQUIRED, STATE_INFO, TRACE_SCHEMA
+from spark_trace_analysis.vocabulary import known_actions
+
+__all__ = ["InputError", "expand_inputs", "read_lines", "parse_lines", "ingest_traces",
+           "ingest_verdicts"]
+
+
+class InputError(ValueError):
+    """Bad input: a path that does not exist or holds no JSON Lines file."""
+
+
+def expand_inputs(paths: Iterable[str | Path], suffixes=(".jsonl",)) -> list[str]:
+    """Local files and folders (searched recursively for *.jsonl) -> sorted file list.  URIs
+    with a scheme (hdfs://, s3a://...) are passed to Spark as they are."""
+    out: list[str] = []
+    for p in paths:
+        s = str(p)
+        if "://" in s:
+            out.append(s)
+            continue
+        path = Path(s)
+        if path.is_dir():
+            found = sorted(str(f.resolve()) for f in path.rglob("*")
+                           if f.is_file() and f.name.endswith(suffixes))
+            if not found:
+                raise InputError(f"{path}: no {'/'.join(suffixes)} file in this folder")
+            out += found
+        elif path.is_file():
+            out.append(str(path.resolve()))
+        else:
+            raise InputError(f"{path}: no such file or folder")
+    if not out:
+        raise InputError("no input given")
+    return out
+
+
+def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
+    """(file, block, row, value): every line of every file, with its position in the scan."""
+    return (spark.read.text(files)
+            .select(F.regexp_replace(F.col("_metadata.file_path"), "^file:", "").alias("file"),
+                    F.col("_metadata.file_block_start").alias("block"),
+                    F.monotonically_increasing_id().alias("row"),
+                    F.col("value")))
+
+
+def with_line_numbers(df: DataFrame, positions: DataFrame) -> DataFrame:
+    """Add `line` (1-based) to rows of `df` carrying (file, block, row); `positions` is the
+    (file, block, row) of every line of the scan."""
+    blocks = positions.groupBy("file", "block").agg(F.min("row").alias("first_row"),
+                                                    F.count(F.lit(1)).alias("n"))
+    w = Window.partitionBy("file").orderBy("block").rowsBetween(Window.unboundedPreceding, -1)
+    blocks = blocks.withColumn("before", F.coalesce(F.sum("n").over(w), F.lit(0)))
+    return (df.join(F.broadcast(blocks.select("file", "block", "first_row", "before")),
+                    ["file", "block"])
+            .withColumn("line", F.col("row") - F.col("first_row") + F.col("before") + 1)
+            .drop("first_row", "before"))
+
+
+def _first_reason(cases) -> F.Column:
+    expr = None
+    for cond, reason in cases:
+        expr = F.when(cond, reason) if expr is None else expr.when(cond, reason)
+    return expr
+
+
+@F.arrow_udf(STATE_INFO)
+def _state_info(texts: pa.Array) -> pa.Array:
+    from spark_trace_analysis.observe import state_info_arrow
+    return state_info_arrow(texts)
+
+
+def parse_lines(lines: DataFrame) -> DataFrame:
+    """Parse every line with schema.LINE; `reason` says why a line is bad (null when good)."""
+    j = F.from_json("value", LINE, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+    df = lines.withColumn("j", j).withColumn("is_json", F.expr("try_parse_json(value)").isNotNull())
+    cols = [F.col(f"j.{f.name}").alias(f.name) for f in LINE.fields]
+    df = df.select("file", "block", "row", "value", "is_json", *cols)
+    kind = F.col("kind")
+    cases = [
+        (F.trim("value") == "", F.lit("blank line")),
+        (~F.col("is_json"), F.lit("not JSON")),
+        (~F.ltrim("value").startswith("{"), F.lit("not a JSON object")),
+        (F.col(CORRUPT).isNotNull(), F.lit("a field has the wrong type")),
+        (kind.isNull(), F.lit("missing field kind")),
+        (~kind.isin(*REQUIRED), F.concat(F.lit("unknown kind "), kind)),
+    ]
+    for k, fields in REQUIRED.items():
+        for f in fields:
+            cases.append(((kind == k) & F.col(f).isNull(), F.lit(f"{k}: missing field {f}")))
+    cases.append(((kind == "header") & (F.col("schema") != TRACE_SCHEMA),
+                  F.concat(F.lit("unknown schema "), F.col("schema"))))
+    df = df.withColumn("reason", _first_reason(cases))
+    info = F.when(F.col("reason").isNull() & (kind == "step"), _state_info(F.col("state")))
+    df = df.withColumn("info", info)
+    df = df.withColumn("reason", F.coalesce(F.col("reason"), F.col("info.error")))
+    return df.drop("is_json", CORRUPT)
+
+
+def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
+    rows = [(p, a) for p in protocols for a in sorted(known_actions(p) | extra.get(p, set()))]
+    if not rows:
+        return None
+    return spark.createDataFrame(rows, "protocol string, action string")
+
+
+def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Path,
+                  extra_actions: dict[str, set[str]] | None = None) -> dict:
+    """Write out/traces, out/steps (partitioned by protocol, fault_profile) and out/bad_rows."""
+    parse_lines(read_lines(spark, files)).write.mode("overwrite").parquet(str(staging))
+    lines = spark.read.parquet(str(staging))
+    good = lines.filter(F.col("reason").isNull())
+
+    headers = (good.filter(F.col("kind") == "header")
+               .groupBy("trace_id")
+               .agg(F.count(F.lit(1)).alias("n_headers"),
+                    *[F.first(c, ignorenulls=True).alias(c) for c in (
+                        "file", "protocol", "seed", "fault_profile", "bug", "bounds",
+                        "spec_module", "variables")]))
+    protocols = [r.protocol for r in headers.select("protocol").distinct().collect()
+                 if r.protocol is not None]
+    vocab = _vocabulary(spark, protocols, extra_actions or {})
+
+    header_only = ("kind", "schema", "protocol", "seed", "fault_profile", "bug", "bounds",
+                   "spec_module", "model_values", "variables", "steps", "end_reason",
+                   "invariants", "violations")
+    steps = (good.filter(F.col("kind") == "step").drop(*header_only)
+             .join(F.broadcast(headers.select("trace_id", "protocol", "fault_profile", "bug",
+                                              "bounds")), "trace_id", "left"))
+    if vocab is not None:
+        steps = (steps.join(F.broadcast(vocab.withColumn("known", F.lit(True))),
+                            ["protocol", "action"], "left")
+                 .withColumn("reason", F.when(F.col("protocol").isNotNull()
+                                              & F.col("known").isNull(),
+                                              F.concat(F.lit("unknown action "), F.col("action"))))
+                 .drop("known"))
+    else:
+        steps = steps.withColumn("reason", F.lit(None).cast("string"))
+
+    # a step line is bad either at parse time (in `lines`) or for its action (in `steps`)
+    bad = (lines.filter(F.col("reason").isNotNull())
+           .select("file", "block", "row", "trace_id", "reason", "value")
+           .unionByName(steps.filter(F.col("reason").isNotNull())
+                        .select("file", "block", "row", "trace_id", "reason", "value")))
+    bad = with_line_numbers(bad, lines.select("file", "block", "row"))
+    (bad.select("file", "line", "trace_id", "reason", F.substring("value", 1, 300).alias("text"))
+     .orderBy("file", "line").coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows")))
+    bad_rows = spark.read.parquet(str(out / "bad_rows"))
+
+    ok_steps = (steps.filter(F.col("reason").isNull())
+                .select("trace_id", "step", "time_ms", "action",
+                        F.coalesce(F.get_json_object("params", "$.node"),
+                                   F.get_json_object("params", "$.broker")).alias("node"),
+                        "params", "state", F.col("info.fp").alias("fp"),
+                        F.col("info.obs").alias("obs"), "bug", "bounds", "file",
+                        F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
+                        F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile")))
+    (ok_steps.repartition("protocol", "fault_profile")
+     .write.mode("overwrite").partitionBy("protocol", "fault_profile")
+     .parquet(str(out / "steps")))
+    steps_t = spark.read.parquet(str(out / "steps"))
+
+    _write_traces(lines, headers, steps_t, bad_rows, out)
+    return {
+        "lines": lines.count(),
+        "steps": steps_t.count(),
+        "bad_rows": bad_rows.count(),
+        "traces": spark.read.parquet(str(out / "traces")).count(),
+    }
+
+
+def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_rows: DataFrame,
+                  out: Path) -> None:
+    footers = (lines.filter((F.col("kind") == "footer") & F.col("reason").isNull())
+               .groupBy("trace_id")
+               .agg(F.count(F.lit(1)).alias("n_footers"),
+                    F.first("steps").alias("footer_steps"),
+                    F.first("end_reason").alias("end_reason"),
+                    F.first(F.expr("filter(map_keys(invariants), k -> invariants[k] = 'violated')"))
+                    .alias("violated")))
+    agg = (steps.groupBy("trace_id")
+           .agg(F.count(F.lit(1)).alias("n_steps"), F.min("step").alias("first_step"),
+                F.max("step").alias("last_step"), F.countDistinct("step").alias("distinct_steps"),
+                (F.max("time_ms") - F.min("time_ms")).alias("duration_ms")))
+    nbad = (bad_rows.filter(F.col("trace_id").isNotNull())
+            .groupBy("trace_id").agg(F.count(F.lit(1)).alias("bad_rows")))
+    t = (headers.join(footers, "trace_id", "full").join(agg, "trace_id", "full")
+         .join(nbad, "trace_id", "full")
+         .withColumn("bad_rows", F.coalesce("bad_rows", F.lit(0)))
+         .withColumn("n_steps", F.coalesce("n_steps", F.lit(0))))
+    problems = F.array_compact(F.array(
+        F.when(F.col("n_headers").isNull(), F.lit("no header")),
+        F.when(F.col("n_headers") > 1, F.lit("more than one header")),
+        F.when(F.col("n_footers").isNull(), F.lit("no footer")),
+        F.when(F.col("n_footers") > 1, F.lit("more than one footer")),
+        F.when(F.col("n_steps") == 0, F.lit("no steps")),
+        F.when((F.col("n_steps") > 0) & ((F.col("first_step") != 0)
+                                         | (F.col("distinct_steps") != F.col("n_steps"))
+                                         | (F.col("last_step") != F.col("n_steps") - 1)),
+               F.lit("steps are not 0..n")),
+        F.when(F.col("footer_steps").isNotNull() & (F.col("n_steps") > 0)
+               & (F.col("footer_steps") != F.col("n_steps") - 1),
+               F.lit("footer step count differs")),
+        F.when(F.col("bad_rows") > 0, F.lit("has bad rows")),
+    ))
+    (t.select("trace_id", "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
+              "seed", F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
+              "bug", "bounds", "spec_module", "n_steps", "duration_ms", "footer_steps",
+              "end_reason", F.coalesce("violated", F.array().cast("array<string>")).alias("violated"),
+              "bad_rows", problems.alias("problems"))
+     .withColumn("complete", F.size("problems") == 0)
+     .coalesce(2).write.mode("overwrite").parquet(str(out / "traces")))
+
+
+def ingest_verdicts(spark: SparkSession, paths: list[str], out: Path) -> dict:
+    """The trace checker's verdict files (JSON Lines, one verdict per trace) -> out/verdicts,
+    with bad lines added to out/bad_rows_verdicts."""
+    from spark_trace_analysis.schema import VERDICT
+    lines = read_lines(spark, paths)
+    j = F.from_json("value", VERDICT, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+    df = lines.withColumn("j", j).select("file", "block", "row", "value", "j.*")
+    reason = _first_reason([
+        (F.trim("value") == "", F.lit("blank line")),
+        (F.expr("try_parse_json(value)").isNull(), F.lit("not JSON")),
+        (F.col(CORRUPT).isNotNull(), F.lit("a field has the wrong type")),
+        (F.col("trace_id").isNull(), F.lit("verdict: missing field trace_id")),
+        (F.col("verdict").isNull(), F.lit("verdict: missing field verdict")),
+        (~F.col("verdict").isin("valid", "invalid", "out_of_scope", "malformed"),
+         F.concat(F.lit("unknown verdict "), F.col("verdict"))),
+    ])
+    df = df.withColumn("bad", reason).cache()
+    bad = with_line_numbers(df.filter(F.col("bad").isNotNull()), df.select("file", "block", "row"))
+    (bad.select(F.col("file"), "line", "trace_id", F.col("bad").alias("reason"),
+                F.substring("value", 1, 300).alias("text"))
+     .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows_verdicts")))
+    (df.filter(F.col("bad").isNull())
+     .select("trace_id", "verdict", F.col("step").alias("failing_step"),
+             F.coalesce("claimed_action", "action").alias("claimed_action"),
+             F.coalesce("reason", "detail").alias("detail"))
+     .coalesce(2).write.mode("overwrite").parquet(str(out / "verdicts")))
+    n = spark.read.parquet(str(out / "verdicts")).count()
+    nb = spark.read.parquet(str(out / "bad_rows_verdicts")).count()
+    df.unpersist()
+    return {"verdicts": n, "bad_rows": nb}
+
+
+def remove(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)

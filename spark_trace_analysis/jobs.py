@@ -1,0 +1,181 @@
+"""The stats job end to end: ingest, graph, validation, conformance, coverage, metrics, report.
+
+`run_stats` writes every table as Parquet under a temporary folder next to `out`, then the HTML
+report and summary.json, and renames the folder to `out` only when everything succeeded (an
+older `out` is replaced), so a reader never sees a half-written result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from kraftcheck.output import write_atomic
+from spark_trace_analysis import conformance, coverage, ingest, metrics, validate
+from spark_trace_analysis.graph import GraphError, load_graph_tables
+from spark_trace_analysis.ingest import InputError
+from spark_trace_analysis.report import render_report
+from spark_trace_analysis.session import get_session
+
+__all__ = ["run_stats", "StatsError", "InputError", "GraphError"]
+
+Progress = Callable[[str], None]
+
+
+class StatsError(RuntimeError):
+    pass
+
+
+def _rows(df: DataFrame, limit: int | None = None) -> list[dict]:
+    if limit is not None:
+        df = df.limit(limit)
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def _write(df: DataFrame, path: Path, parts: int = 1) -> DataFrame:
+    df.coalesce(parts).write.mode("overwrite").parquet(str(path))
+    return df.sparkSession.read.parquet(str(path))
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
+              graph: str | None = None, verdicts: str | os.PathLike | None = None,
+              master: str | None = None, progress: Progress | None = None,
+              sample_unvisited: int = 20) -> dict:
+    """Run every stage; returns the summary (also written to out/summary.json) with
+    `report` = the path of out/report.html.  Raises InputError / GraphError on bad input."""
+    say = progress or (lambda _m: None)
+    t0 = time.monotonic()
+    out = Path(out).resolve()
+    files = ingest.expand_inputs(corpus_paths)
+    vfiles = ingest.expand_inputs([verdicts], (".jsonl", ".json")) if verdicts else None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        summary = _run(files, vfiles, tmp, graph, master, say, sample_unvisited)
+        summary["seconds"] = round(time.monotonic() - t0, 1)
+        summary["out"] = str(out)
+        summary["report"] = str(out / "report.html")
+        say("writing the report")
+        tables = summary.pop("_tables")
+        write_atomic(tmp / "report.html", render_report(summary, tables))
+        write_atomic(tmp / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+        _swap_into_place(tmp, out)
+        return summary
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int) -> dict:
+    say("starting Spark")
+    spark = get_session(master)
+    g = None
+    if graph_src:
+        say(f"loading the state graph {graph_src}")
+        g = load_graph_tables(spark, graph_src, tmp)
+    extra = {}
+    if g is not None and g.protocol:
+        extra[g.protocol] = {r.action for r in g.edges.select("action").distinct().collect()}
+    say(f"ingesting {len(files)} files")
+    counts = ingest.ingest_traces(spark, files, tmp, tmp / "_staging", extra_actions=extra)
+    ingest.remove(tmp / "_staging")
+    traces = spark.read.parquet(str(tmp / "traces"))
+    steps = spark.read.parquet(str(tmp / "steps"))
+    summary: dict = {"files": len(files), "master": spark.sparkContext.master,
+                     "traces": counts["traces"], "steps": counts["steps"],
+                     "lines": counts["lines"], "bad_rows": counts["bad_rows"],
+                     "graph": g.name if g else None, "agreement": None}
+
+    dist = None
+    if g is not None:
+        say("validating steps against the state graph (distributed)")
+        dist = _write(validate.validate(traces, steps, g.states, g.edges, g.protocol),
+                      tmp / "validation", 2)
+    checker = None
+    if vfiles:
+        say("reading the checker's verdicts")
+        vc = ingest.ingest_verdicts(spark, vfiles, tmp)
+        summary["verdict_bad_rows"] = vc["bad_rows"]
+        checker = spark.read.parquet(str(tmp / "verdicts"))
+    if checker is not None and dist is not None:
+        a = checker.alias("c").join(dist.alias("d"), "trace_id")
+        same = ((F.col("c.verdict") == F.col("d.verdict"))
+                & F.col("c.failing_step").eqNullSafe(F.col("d.failing_step")))
+        row = a.agg(F.count(F.lit(1)).alias("n"), F.sum(same.cast("int")).alias("k")).first()
+        summary["agreement"] = {"compared": row.n, "agree": int(row.k or 0)}
+    if checker is not None:
+        verdicts, source = checker, "the trace checker (--verdicts)"
+    elif dist is not None:
+        verdicts, source = dist, f"distributed validation against {g.name}"
+    else:
+        verdicts = _write(traces.select("trace_id", F.when(F.col("complete"), "unchecked")
+                                        .otherwise("malformed").alias("verdict"),
+                                        F.lit(None).cast("long").alias("failing_step"),
+                                        F.lit(None).cast("string").alias("claimed_action"),
+                                        F.array_join("problems", "; ").alias("detail")),
+                          tmp / "verdicts")
+        source = "none (no --graph or --verdicts): traces are only checked for form"
+    summary["verdict_source"] = source
+
+    say("conformance statistics")
+    conf = _write(conformance.conformance_table(traces, verdicts), tmp / "conformance")
+    ff = _write(conformance.first_failure_table(traces, verdicts), tmp / "first_failure")
+    acts = _write(conformance.action_table(steps, verdicts), tmp / "actions")
+    vrows = verdicts.groupBy("verdict").count().collect()
+    summary["verdicts"] = {r.verdict: r["count"] for r in vrows}
+
+    tables: dict[str, list[dict]] = {}
+    if g is not None:
+        say("coverage of the state graph")
+        cov = coverage.coverage(steps, g.states, g.edges, g.name, g.protocol, sample)
+        for name, df in cov.items():
+            cov[name] = _write(df, tmp / name)
+        tables["coverage_summary"] = _rows(cov["coverage_summary"])
+        tables["coverage_actions"] = _rows(cov["coverage_actions"])
+        tables["unvisited_states"] = _rows(cov["unvisited_states"])
+        c = tables["coverage_summary"][0]
+        summary["coverage"] = {k: c[k] for k in ("states", "states_visited", "state_share",
+                                                 "edges", "edges_visited", "edge_share",
+                                                 "actions", "actions_visited")}
+        summary["actions_never_exercised"] = sorted(
+            a["action"] for a in tables["coverage_actions"]
+            if a["in_graph"] and a["edges_visited"] == 0)
+
+    say("protocol metrics")
+    ps = metrics.per_step(steps)
+    tm = _write(metrics.trace_metrics(ps), tmp / "metrics", 2)
+    el = _write(metrics.election_latencies(ps), tmp / "election_latency", 2)
+    cl = _write(metrics.commit_latencies(ps), tmp / "commit_latency", 2)
+    mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
+
+    tables["conformance"] = _rows(conf)
+    tables["first_failure"] = _rows(ff)
+    tables["actions"] = _rows(acts)
+    tables["metrics_by_profile"] = _rows(mp)
+    tables["election_latency"] = _rows(el.select("protocol", "fault_profile", "latency_ms"),
+                                       200_000)
+    tables["commit_latency"] = _rows(cl.select("protocol", "fault_profile", "latency_ms"),
+                                     200_000)
+    tables["bad_rows"] = _rows(spark.read.parquet(str(tmp / "bad_rows")).orderBy("file", "line"),
+                               50)
+    summary["conformance"] = tables["conformance"]
+    summary["metrics_by_profile"] = tables["metrics_by_profile"]
+    summary["_tables"] = tables
+    return summary

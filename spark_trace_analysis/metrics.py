@@ -1,0 +1,140 @@
+"""Protocol metrics by fault profile, derived from the observation columns of `steps`
+(observe.py) with window functions over each trace in step order.  docs/spark-stats.md defines
+each metric; in short (times are virtual ms):
+
+  election          a step whose leader is set and differs (node or epoch) from the previous step's
+  election latency  election time minus the time the preceding leaderless run began (trace start
+                    if the trace began leaderless); 0 when leadership passes without a gap
+  leaderless time   the sum of the durations (to the next step) of steps without a leader
+  commit latency    for each log offset o: the first time the highest HWM reaches o minus the
+                    first time the longest log reaches o
+  truncation        a node whose log is shorter than in the previous step; depth = records removed
+  HWM lag           the leader's log end minus its HWM, time-weighted over steps with a leader
+  unclean recovery  (ELR) an election of a leader that was in neither the ISR nor the ELR before
+  data-loss event   a step that removes a record below a node's previous HWM, or (ELR) raises the
+                    number of acknowledged records missing from the leader's log
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+__all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies",
+           "metrics_by_profile"]
+
+KEYS = ("trace_id", "protocol", "fault_profile", "bug")
+
+
+def per_step(steps: DataFrame) -> DataFrame:
+    w = Window.partitionBy("trace_id").orderBy("step")
+    upto = w.rowsBetween(Window.unboundedPreceding, 0)
+    s = steps.filter(F.col("obs").isNotNull()).select(
+        "trace_id", "protocol", "fault_profile", F.coalesce("bug", F.lit("none")).alias("bug"),
+        "step", "time_ms", "action", "obs.*")
+    s = (s.withColumn("prev_leader", F.lag("leader").over(w))
+         .withColumn("prev_epoch", F.lag("epoch").over(w))
+         .withColumn("prev_lens", F.lag("log_lens").over(w))
+         .withColumn("prev_hwms", F.lag("hwms").over(w))
+         .withColumn("prev_eligible", F.lag("eligible").over(w))
+         .withColumn("prev_lost", F.lag("lost_acked").over(w))
+         .withColumn("dt", F.coalesce(F.lead("time_ms").over(w) - F.col("time_ms"), F.lit(0)))
+         .withColumn("lost_start", F.col("leader").isNull()
+                     & (F.col("prev_leader").isNotNull() | (F.col("step") == 0))))
+    s = s.withColumn("lost_at", F.last(F.when(F.col("lost_start"), F.col("time_ms")),
+                                       ignorenulls=True).over(upto))
+    election = F.col("leader").isNotNull() & (
+        F.col("prev_leader").isNull() | (F.col("leader") != F.col("prev_leader"))
+        | (F.col("epoch") != F.col("prev_epoch")))
+    s = s.withColumn("election", F.coalesce(election, F.lit(False)))
+    s = s.withColumn("election_latency", F.when(
+        F.col("election"), F.when(F.col("prev_leader").isNull() & F.col("lost_at").isNotNull(),
+                                  F.col("time_ms") - F.col("lost_at")).otherwise(0)))
+    s = s.withColumn("truncated_nodes", F.coalesce(F.expr(
+        "size(filter(map_keys(prev_lens), k -> coalesce(log_lens[k], 0L) < prev_lens[k]))"),
+        F.lit(0)))
+    s = s.withColumn("truncation_depth", F.coalesce(F.expr(
+        "aggregate(map_keys(prev_lens), 0L, "
+        "(acc, k) -> acc + greatest(prev_lens[k] - coalesce(log_lens[k], 0L), 0L))"), F.lit(0)))
+    s = s.withColumn("max_truncation", F.coalesce(F.expr(
+        "aggregate(map_keys(prev_lens), 0L, "
+        "(acc, k) -> greatest(acc, prev_lens[k] - coalesce(log_lens[k], 0L)))"), F.lit(0)))
+    below_hwm = F.expr("size(filter(map_keys(prev_lens), "
+                       "k -> coalesce(log_lens[k], 0L) < coalesce(prev_hwms[k], 0L))) > 0")
+    lost_more = F.col("lost_acked") > F.coalesce(F.col("prev_lost"), F.lit(0))
+    s = s.withColumn("data_loss", F.coalesce(below_hwm, F.lit(False))
+                     | F.coalesce(lost_more, F.lit(False)))
+    s = s.withColumn("unclean", F.col("election") & F.col("prev_eligible").isNotNull()
+                     & ~F.coalesce(F.expr("array_contains(prev_eligible, leader)"), F.lit(False)))
+    s = s.withColumn("max_len", F.expr("aggregate(map_values(log_lens), 0L, (a, x) -> greatest(a, x))"))
+    return s
+
+
+def trace_metrics(ps: DataFrame) -> DataFrame:
+    i = lambda c: F.sum(F.col(c).cast("long"))  # noqa: E731
+    with_leader = F.col("leader").isNotNull()
+    return (ps.groupBy(*KEYS).agg(
+        (F.max("time_ms") - F.min("time_ms")).alias("duration_ms"),
+        i("election").alias("elections"),
+        F.sum(F.when(~with_leader, F.col("dt")).otherwise(0)).alias("leaderless_ms"),
+        F.sum("truncated_nodes").alias("truncations"),
+        F.sum("truncation_depth").alias("truncated_records"),
+        F.max("max_truncation").alias("max_truncation_depth"),
+        i("data_loss").alias("data_loss_events"),
+        i("unclean").alias("unclean_recoveries"),
+        (F.sum(F.when(F.col("hwm_lag").isNotNull(), F.col("hwm_lag") * F.col("dt")))
+         / F.sum(F.when(F.col("hwm_lag").isNotNull(), F.col("dt")))).alias("hwm_lag_avg"),
+        F.max("hwm_lag").alias("hwm_lag_max"))
+        .withColumn("leaderless_share", F.when(F.col("duration_ms") > 0,
+                                               F.col("leaderless_ms") / F.col("duration_ms"))))
+
+
+def election_latencies(ps: DataFrame) -> DataFrame:
+    return (ps.filter(F.col("election"))
+            .select(*KEYS, "step", "time_ms", "leader", "epoch",
+                    F.col("election_latency").alias("latency_ms")))
+
+
+def _first_reach(ps: DataFrame, col: str, name: str) -> DataFrame:
+    w = Window.partitionBy("trace_id").orderBy("step")
+    r = (ps.select("trace_id", "step", "time_ms", F.col(col).alias("v"))
+         .withColumn("run", F.max("v").over(w.rowsBetween(Window.unboundedPreceding, 0)))
+         .withColumn("prev", F.coalesce(F.lag("run").over(w), F.lit(0))))
+    return (r.filter(F.col("run") > F.col("prev"))
+            .select("trace_id", F.explode(F.sequence(F.col("prev") + 1, F.col("run")))
+                    .alias("offset"), F.col("time_ms").alias(name)))
+
+
+def commit_latencies(ps: DataFrame) -> DataFrame:
+    keys = ps.select(*KEYS).distinct()
+    appended = _first_reach(ps, "max_len", "appended_ms")
+    committed = _first_reach(ps, "hwm_max", "committed_ms")
+    return (appended.join(committed, ["trace_id", "offset"])
+            .withColumn("latency_ms", F.col("committed_ms") - F.col("appended_ms"))
+            .join(keys, "trace_id"))
+
+
+def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame) -> DataFrame:
+    g = ("protocol", "fault_profile")
+    a = tm.groupBy(*g).agg(
+        F.count(F.lit(1)).alias("traces"),
+        F.avg("elections").alias("elections_per_trace"),
+        F.avg("leaderless_share").alias("leaderless_share_avg"),
+        F.sum("leaderless_ms").alias("leaderless_ms"),
+        F.avg("truncations").alias("truncations_per_trace"),
+        F.max("max_truncation_depth").alias("max_truncation_depth"),
+        F.avg("hwm_lag_avg").alias("hwm_lag_avg"),
+        F.max("hwm_lag_max").alias("hwm_lag_max"),
+        F.sum("unclean_recoveries").alias("unclean_recoveries"),
+        F.sum("data_loss_events").alias("data_loss_events"))
+    b = el.groupBy(*g).agg(
+        F.count(F.lit(1)).alias("elections"),
+        F.percentile_approx("latency_ms", 0.5).alias("election_latency_p50"),
+        F.percentile_approx("latency_ms", 0.95).alias("election_latency_p95"),
+        F.max("latency_ms").alias("election_latency_max"))
+    c = cl.groupBy(*g).agg(
+        F.count(F.lit(1)).alias("committed_offsets"),
+        F.percentile_approx("latency_ms", 0.5).alias("commit_latency_p50"),
+        F.percentile_approx("latency_ms", 0.95).alias("commit_latency_p95"),
+        F.max("latency_ms").alias("commit_latency_max"))
+    return a.join(b, list(g), "left").join(c, list(g), "left").orderBy(*g)

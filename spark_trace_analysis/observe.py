@@ -1,0 +1,119 @@
+"""Decode one trace state (ITF JSON text) into its fingerprint and a few observation columns.
+
+This is the only Python that runs per step.  `state_info(text)` returns
+(fingerprint, error, observation); the fingerprint is `kraftcheck.values.fingerprint` of the
+decoded state (an Fn from spec variable to canonical value), exactly what the trace checker and
+the state-graph loader compute, so trace states join with TLC's states.
+
+Observations are read from the spec variables (refimpl/kraft/spec_mapping.py for spec/KRaft.tla,
+refimpl/elr/spec_mapping.py for spec/ELR.tla); the protocol is recognised by its variables.
+docs/spark-stats.md defines every metric built on them.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+
+import pyarrow as pa
+
+from kraftcheck.values import Fn, ValueError_, fingerprint, from_itf, make_fn
+
+__all__ = ["state_info", "observe", "state_info_arrow", "STATE_INFO_ARROW"]
+
+NIL_VALUES = frozenset({"Nil", "NoLeader"})
+
+_OBS_TYPE = pa.struct([
+    ("leaders", pa.list_(pa.string())), ("leader", pa.string()), ("epoch", pa.int64()),
+    ("hwm_max", pa.int64()), ("hwm_min", pa.int64()),
+    ("log_lens", pa.map_(pa.string(), pa.int64())), ("hwms", pa.map_(pa.string(), pa.int64())),
+    ("hwm_lag", pa.int64()), ("eligible", pa.list_(pa.string())), ("lost_acked", pa.int64()),
+])
+STATE_INFO_ARROW = pa.struct([("fp", pa.string()), ("error", pa.string()), ("obs", _OBS_TYPE)])
+
+
+def _fn(v) -> dict:
+    """A per-node variable as a dict (a function over servers is an Fn)."""
+    if isinstance(v, Fn):
+        return dict(v.items())
+    if isinstance(v, tuple) and not v:
+        return {}
+    raise ValueError_(f"expected a function over nodes, got {type(v).__name__}")
+
+
+def _obs_kraft(s: Fn) -> dict:
+    role, epoch, log, hwm = (_fn(s["role"]), _fn(s["currentEpoch"]), _fn(s["log"]),
+                             _fn(s["highWatermark"]))
+    leaders = sorted(n for n, r in role.items() if r == "Leader")
+    leader = max(leaders, key=lambda n: (epoch.get(n, 0), n)) if leaders else None
+    lens = {n: len(x) for n, x in log.items()}
+    return {
+        "leaders": leaders, "leader": leader, "epoch": max(epoch.values(), default=0),
+        "hwm_max": max(hwm.values(), default=0), "hwm_min": min(hwm.values(), default=0),
+        "log_lens": lens, "hwms": dict(hwm),
+        "hwm_lag": (lens.get(leader, 0) - hwm.get(leader, 0)) if leader else None,
+        "eligible": None, "lost_acked": None,
+    }
+
+
+def _obs_elr(s: Fn) -> dict:
+    leader = s["leader"]
+    leader = None if leader in NIL_VALUES else leader
+    log, hwm, up = _fn(s["log"]), _fn(s["hwm"]), _fn(s["brokerUp"])
+    lens = {n: len(x) for n, x in log.items()}
+    live = [hwm[n] for n in hwm if up.get(n)]
+    lead_log = set(log.get(leader, ())) if leader else set()
+    lost = sum(1 for a in s["acked"] if a["record"] not in lead_log) if leader else None
+    return {
+        "leaders": [leader] if leader else [], "leader": leader, "epoch": s["leaderEpoch"],
+        "hwm_max": max(hwm.values(), default=0), "hwm_min": min(live, default=None),
+        "log_lens": lens, "hwms": dict(hwm),
+        "hwm_lag": (lens.get(leader, 0) - hwm.get(leader, 0)) if leader else None,
+        "eligible": sorted(set(s["isr"]) | set(s["elr"])), "lost_acked": lost,
+    }
+
+
+def observe(state: Fn) -> dict | None:
+    """The observation columns of a decoded state, or None for an unknown set of variables."""
+    if "role" in state and "currentEpoch" in state:
+        return _obs_kraft(state)
+    if "isr" in state and "leaderEpoch" in state:
+        return _obs_elr(state)
+    return None
+
+
+@lru_cache(maxsize=65536)
+def state_info(text: str) -> tuple[str | None, str | None, dict | None]:
+    """(fingerprint, error, observation) of one state's JSON text; cached by text, since the
+    states of bounded runs repeat."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as e:
+        return None, f"state is not JSON: {e.msg}", None
+    if not isinstance(raw, dict) or not raw:
+        return None, "state is not a JSON object of spec variables", None
+    try:
+        state = make_fn((k, from_itf(v, f"state.{k}")) for k, v in raw.items())
+        fp = fingerprint(state)
+    except ValueError_ as e:
+        return None, f"bad ITF value: {e}", None
+    try:
+        obs = observe(state)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return fp, None, None  # a state of other variables: fingerprinted, not observed
+    return fp, None, obs
+
+
+def state_info_arrow(texts: pa.Array) -> pa.Array:
+    """The vectorised form used by the Spark UDF: a string array -> STATE_INFO_ARROW array."""
+    out = []
+    for t in texts.to_pylist():
+        if t is None:
+            out.append(None)
+            continue
+        fp, err, obs = state_info(t)
+        if obs is not None:
+            obs = dict(obs, log_lens=list(obs["log_lens"].items()),
+                       hwms=list(obs["hwms"].items()))
+        out.append({"fp": fp, "error": err, "obs": obs})
+    return pa.array(out, type=STATE_INFO_ARROW)

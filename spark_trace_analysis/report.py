@@ -1,0 +1,219 @@
+"""The self-contained HTML report: jinja2 template, matplotlib PNGs embedded as base64.
+
+Plots: coverage by action, election and commit latency histograms, trace verdicts by fault
+profile and by planted bug, the first failing step.  Inputs are the small result tables,
+already collected to the driver as lists of dicts.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from jinja2 import Environment, select_autoescape  # noqa: E402
+
+__all__ = ["render_report"]
+
+VERDICT_COLORS = {"valid": "#2e7d32", "invalid": "#c62828", "out_of_scope": "#9e9e9e",
+                  "malformed": "#ef6c00", "unchecked": "#90caf9"}
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _coverage_plot(actions: list[dict]) -> str | None:
+    rows = sorted((a for a in actions if a["edges"] > 0), key=lambda a: a["edge_share"] or 0)
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.2))
+    names = [r["action"] for r in rows]
+    shares = [100 * (r["edge_share"] or 0) for r in rows]
+    colors = ["#c62828" if s == 0 else "#1565c0" for s in shares]
+    ax.barh(names, shares, color=colors)
+    for y, r in enumerate(rows):
+        ax.text(min(shares[y] + 1, 92), y, f"{r['edges_visited']}/{r['edges']}", va="center",
+                fontsize=8)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("edges of the state graph visited by the corpus (%)")
+    ax.set_title("Coverage by action (red: never exercised)")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def _hist(values: list[float], title: str, xlabel: str, color: str) -> str | None:
+    if not values:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.hist(values, bins=min(40, max(5, len(set(values)))), color=color, edgecolor="white")
+    ax.set_title(title)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("count")
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
+
+
+def _latency_plot(rows: list[dict], title: str, color: str) -> str | None:
+    by: dict[str, list[float]] = defaultdict(list)
+    for r in rows:
+        by[f"{r['protocol']}/{r['fault_profile']}"].append(r["latency_ms"])
+    if not by:
+        return None
+    keys = sorted(by)
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(keys) + 1.5))
+    ax.boxplot([by[k] for k in keys], vert=False, tick_labels=keys, showfliers=True,
+               patch_artist=True, boxprops={"facecolor": color, "alpha": 0.6})
+    ax.set_xlabel("virtual ms")
+    ax.set_title(title)
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def _stacked(rows: list[dict], key: str, title: str) -> str | None:
+    groups: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for r in rows:
+        g = f"{r['protocol']}/{r[key]}"
+        for v in VERDICT_COLORS:
+            groups[g][v] += r.get(f"traces_{v}", 0) or 0
+    if not groups:
+        return None
+    keys = sorted(groups)
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(keys) + 1.5))
+    left = [0] * len(keys)
+    for v, c in VERDICT_COLORS.items():
+        vals = [groups[k][v] for k in keys]
+        if any(vals):
+            ax.barh(keys, vals, left=left, color=c, label=v.replace("_", " "))
+            left = [a + b for a, b in zip(left, vals)]
+    ax.set_xlabel("traces")
+    ax.set_title(title)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(axis="x", alpha=0.3)
+    return _png(fig)
+
+
+def _failing_steps(rows: list[dict]) -> str | None:
+    vals = [r["failing_step"] for r in rows for _ in range(r["traces"])]
+    return _hist(vals, "First failing step of invalid traces", "step", "#c62828")
+
+
+_TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>kraftcheck stats</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.6em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
+td,th{border:1px solid #ddd;padding:3px 7px;text-align:right} th{background:#f4f4f4}
+td.l,th.l{text-align:left} .kpi{display:inline-block;margin:0 2em 1em 0}
+.kpi b{display:block;font-size:1.7em} img{max-width:100%} .muted{color:#777}
+pre{background:#f8f8f8;padding:.5em;font-size:.8em;overflow-x:auto}
+</style></head><body>
+<h1>kraftcheck stats: conformance of {{ s.traces }} traces</h1>
+<p class="muted">{{ s.steps }} steps from {{ s.files }} files; master {{ s.master }};
+{{ s.seconds }} s.</p>
+<div>
+<span class="kpi"><b>{{ s.verdicts.valid or 0 }}</b>valid</span>
+<span class="kpi"><b>{{ s.verdicts.invalid or 0 }}</b>invalid</span>
+<span class="kpi"><b>{{ s.verdicts.out_of_scope or 0 }}</b>out of scope</span>
+<span class="kpi"><b>{{ s.verdicts.malformed or 0 }}</b>malformed</span>
+<span class="kpi"><b>{{ s.bad_rows }}</b>bad rows</span>
+{% if cov %}<span class="kpi"><b>{{ "%.1f"|format(100*(cov.state_share or 0)) }}%</b>spec states visited</span>{% endif %}
+</div>
+<p>Verdicts from: {{ s.verdict_source }}.{% if s.agreement %} Distributed validation and the
+checker's verdicts agree on {{ s.agreement.agree }} of {{ s.agreement.compared }} traces.{% endif %}</p>
+
+<h2>Failures by fault profile and planted bug</h2>
+{% for img in [plots.by_profile, plots.by_bug, plots.failing] if img %}<img src="data:image/png;base64,{{ img }}">{% endfor %}
+<table><tr><th class="l">protocol</th><th class="l">fault profile</th><th class="l">bug</th>
+<th>traces</th><th>valid</th><th>invalid</th><th>out of scope</th><th>malformed</th>
+<th>steps valid</th><th>steps invalid</th><th>steps unchecked</th></tr>
+{% for r in conformance %}<tr><td class="l">{{ r.protocol }}</td><td class="l">{{ r.fault_profile }}</td>
+<td class="l">{{ r.bug }}</td><td>{{ r.traces }}</td><td>{{ r.traces_valid }}</td>
+<td>{{ r.traces_invalid }}</td><td>{{ r.traces_out_of_scope }}</td><td>{{ r.traces_malformed }}</td>
+<td>{{ r.steps_valid }}</td><td>{{ r.steps_invalid }}</td><td>{{ r.steps_unchecked }}</td></tr>{% endfor %}
+</table>
+
+<h2>Coverage of the spec</h2>
+{% if cov %}
+<p>State graph <b>{{ cov.graph }}</b> ({{ cov.protocol }}): {{ cov.states_visited }} of
+{{ cov.states }} states ({{ "%.1f"|format(100*(cov.state_share or 0)) }}%),
+{{ cov.edges_visited }} of {{ cov.edges }} edges ({{ "%.1f"|format(100*(cov.edge_share or 0)) }}%),
+{{ cov.actions_visited }} of {{ cov.actions }} actions.
+{{ cov.trace_states_outside }} distinct trace states are outside the graph.</p>
+{% if plots.coverage %}<img src="data:image/png;base64,{{ plots.coverage }}">{% endif %}
+<p><b>Actions never exercised:</b> {{ never|join(", ") if never else "none" }}</p>
+<details><summary>A sample of {{ unvisited|length }} states never visited</summary>
+{% for u in unvisited %}<pre>{{ u.label }}</pre>{% endfor %}</details>
+{% else %}<p class="muted">No state graph given (--graph): coverage not computed.</p>{% endif %}
+
+<h2>Protocol behaviour by fault profile</h2>
+{% for img in [plots.election, plots.commit] if img %}<img src="data:image/png;base64,{{ img }}">{% endfor %}
+<table><tr><th class="l">protocol</th><th class="l">fault profile</th><th>traces</th>
+<th>elections / trace</th><th>election p50 / p95 ms</th><th>commit p50 / p95 ms</th>
+<th>leaderless share</th><th>truncations / trace</th><th>max depth</th><th>HWM lag avg / max</th>
+<th>unclean recoveries</th><th>data-loss events</th></tr>
+{% for r in metrics %}<tr><td class="l">{{ r.protocol }}</td><td class="l">{{ r.fault_profile }}</td>
+<td>{{ r.traces }}</td><td>{{ "%.2f"|format(r.elections_per_trace or 0) }}</td>
+<td>{{ r.election_latency_p50 }} / {{ r.election_latency_p95 }}</td>
+<td>{{ r.commit_latency_p50 }} / {{ r.commit_latency_p95 }}</td>
+<td>{{ "%.1f%%"|format(100*(r.leaderless_share_avg or 0)) }}</td>
+<td>{{ "%.2f"|format(r.truncations_per_trace or 0) }}</td><td>{{ r.max_truncation_depth }}</td>
+<td>{{ "%.2f"|format(r.hwm_lag_avg or 0) }} / {{ r.hwm_lag_max }}</td>
+<td>{{ r.unclean_recoveries }}</td><td>{{ r.data_loss_events }}</td></tr>{% endfor %}
+</table>
+
+<h2>Actions</h2>
+<table><tr><th class="l">protocol</th><th class="l">action</th><th>steps</th><th>traces</th>
+<th>failing steps</th></tr>
+{% for r in actions %}<tr><td class="l">{{ r.protocol }}</td><td class="l">{{ r.action }}</td>
+<td>{{ r.steps }}</td><td>{{ r.traces }}</td><td>{{ r.failures }}</td></tr>{% endfor %}
+</table>
+
+<h2>Bad rows ({{ s.bad_rows }})</h2>
+{% if bad %}<table><tr><th class="l">file</th><th>line</th><th class="l">reason</th></tr>
+{% for b in bad %}<tr><td class="l">{{ b.file }}</td><td>{{ b.line }}</td><td class="l">{{ b.reason }}</td></tr>{% endfor %}
+</table>{% if s.bad_rows > bad|length %}<p class="muted">first {{ bad|length }} shown; all are in bad_rows/.</p>{% endif %}
+{% else %}<p>None.</p>{% endif %}
+</body></html>
+"""
+
+
+def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
+    cov_actions = tables.get("coverage_actions") or []
+    plots = {
+        "coverage": _coverage_plot(cov_actions),
+        "by_profile": _stacked(_sum_by(tables["conformance"], "fault_profile"), "fault_profile",
+                               "Trace verdicts by fault profile"),
+        "by_bug": _stacked(_sum_by(tables["conformance"], "bug"), "bug",
+                           "Trace verdicts by planted bug"),
+        "failing": _failing_steps(tables.get("first_failure") or []),
+        "election": _latency_plot(tables.get("election_latency") or [],
+                                  "Election latency by fault profile", "#6a1b9a"),
+        "commit": _latency_plot(tables.get("commit_latency") or [],
+                                "Commit latency by fault profile", "#00838f"),
+    }
+    cov = (tables.get("coverage_summary") or [None])[0]
+    never = [a["action"] for a in cov_actions if a["in_graph"] and a["edges_visited"] == 0]
+    env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
+    return env.from_string(_TEMPLATE).render(
+        s=summary, plots=plots, cov=cov, never=never, unvisited=tables.get("unvisited_states") or [],
+        conformance=tables["conformance"], metrics=tables.get("metrics_by_profile") or [],
+        actions=tables.get("actions") or [], bad=(tables.get("bad_rows") or [])[:50])
+
+
+def _sum_by(rows: list[dict], key: str) -> list[dict]:
+    acc: dict[tuple, dict] = {}
+    for r in rows:
+        k = (r["protocol"], r[key])
+        d = acc.setdefault(k, {"protocol": r["protocol"], key: r[key]})
+        for v in VERDICT_COLORS:
+            d[f"traces_{v}"] = d.get(f"traces_{v}", 0) + (r.get(f"traces_{v}") or 0)
+    return list(acc.values())

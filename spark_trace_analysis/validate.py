@@ -1,0 +1,86 @@
+"""Distributed validation: every trace step looked up in the spec's state graph, inside Spark.
+
+The lookup rule (the same as the single-process checker's full-graph mode):
+
+  * step 0 is valid when its state is an initial state of the graph;
+  * step k > 0 is valid when the graph has the edge (state k-1, action k, state k), or when the
+    state did not change (a stuttering step, which every TLA+ spec allows);
+  * a trace is `valid` when every step is, `invalid` at its first invalid step k (with the
+    action the trace claims for it), `malformed` when ingest found it incomplete (no header or
+    footer, steps not 0..n, bad rows), and `out_of_scope` when its protocol is not the graph's.
+
+`lookup_verdict` is the same rule over plain Python values, used as the reference in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+__all__ = ["step_checks", "validate", "lookup_verdict"]
+
+
+def step_checks(steps: DataFrame, states: DataFrame, edges: DataFrame) -> DataFrame:
+    """steps + prev_fp, ok (bool) and why (null when ok) for every step."""
+    w = Window.partitionBy("trace_id").orderBy("step")
+    s = steps.select("trace_id", "step", "action", "fp", "protocol", "fault_profile", "bug",
+                     F.lag("fp").over(w).alias("prev_fp"))
+    init = states.filter(F.col("initial")).select(F.col("fp").alias("i_fp"),
+                                                  F.lit(True).alias("is_init")).distinct()
+    known = states.select(F.col("fp").alias("k_fp"), F.lit(True).alias("in_graph")).distinct()
+    e = edges.select(F.col("src_fp").alias("e_src"), F.col("action").alias("e_act"),
+                     F.col("dst_fp").alias("e_dst"), F.lit(True).alias("has_edge")).distinct()
+    s = (s.join(init, s.fp == init.i_fp, "left")
+         .join(known, s.fp == known.k_fp, "left")
+         .join(e, (s.prev_fp == e.e_src) & (s.action == e.e_act) & (s.fp == e.e_dst), "left"))
+    first = F.col("step") == 0
+    ok = F.when(first, F.coalesce("is_init", F.lit(False))).otherwise(
+        (F.col("prev_fp") == F.col("fp")) | F.coalesce("has_edge", F.lit(False)))
+    why = (F.when(ok, F.lit(None))
+           .when(first, F.lit("not an initial state"))
+           .when(F.col("in_graph").isNull(), F.lit("state not in the graph"))
+           .otherwise(F.concat(F.lit("no "), F.col("action"),
+                               F.lit(" edge from the previous state"))))
+    return s.select("trace_id", "step", "action", "fp", "prev_fp", "protocol", "fault_profile",
+                    "bug", ok.alias("ok"), why.alias("why"))
+
+
+def validate(traces: DataFrame, steps: DataFrame, states: DataFrame, edges: DataFrame,
+             graph_protocol: str | None) -> DataFrame:
+    """One verdict per trace: trace_id, verdict, failing_step, claimed_action, detail."""
+    checks = step_checks(steps, states, edges)
+    fail = (checks.filter(~F.col("ok")).groupBy("trace_id")
+            .agg(F.min(F.struct("step", "action", "why")).alias("f")))
+    t = traces.select("trace_id", "protocol", "complete", "problems").join(fail, "trace_id", "left")
+    out_of_scope = (F.lit(False) if graph_protocol is None
+                    else F.col("protocol") != F.lit(graph_protocol))
+    verdict = (F.when(~F.col("complete"), "malformed")
+               .when(out_of_scope, "out_of_scope")
+               .when(F.col("f").isNotNull(), "invalid")
+               .otherwise("valid"))
+    t = t.withColumn("verdict", verdict)
+    inv = F.col("verdict") == "invalid"
+    detail = (F.when(F.col("verdict") == "malformed", F.array_join("problems", "; "))
+              .when(F.col("verdict") == "out_of_scope",
+                    F.concat(F.lit("protocol "), F.col("protocol"), F.lit(" is not the graph's "),
+                             F.lit(str(graph_protocol))))
+              .when(inv, F.col("f.why")))
+    return t.select("trace_id", "verdict",
+                    F.when(inv, F.col("f.step")).alias("failing_step"),
+                    F.when(inv, F.col("f.action")).alias("claimed_action"),
+                    detail.alias("detail"))
+
+
+def lookup_verdict(steps: Iterable[tuple[int, str, str]], initial: set[str],
+                   edges: set[tuple[str, str, str]]) -> tuple[str, int | None, str | None]:
+    """The rule over one trace's (step, action, fp) in order: ("valid", None, None) or
+    ("invalid", k, claimed action)."""
+    prev = None
+    for k, action, fp in steps:
+        ok = (fp in initial) if k == 0 else (fp == prev or (prev, action, fp) in edges)
+        if not ok:
+            return "invalid", k, action
+        prev = fp
+    return "valid", None, None

@@ -1,0 +1,996 @@
+---------------------------------- MODULE KRaft ----------------------------------
+(***************************************************************************)
+(* KIP-595: A Raft Protocol for the Metadata Quorum (KRaft), as specified  *)
+(* in the KIP text (/work/shared/kips/KIP-595-raft-metadata-quorum.txt)    *)
+(* and its revision on cluster bootstrapping and the leader progress       *)
+(* timeout (KIP-595-revision-bootstrapping-and-progress-timeout.txt).      *)
+(*                                                                         *)
+(* Scope: leader election (Vote, BeginQuorumEpoch, EndQuorumEpoch), the    *)
+(* pull-based log replication with its reconciliation (Fetch with          *)
+(* LastFetchedEpoch / DivergingEpoch), the high watermark with the KIP's   *)
+(* "extra condition on commitment", the leader progress timeout, clusterId *)
+(* validation, observers, crash/restart with the quorum-state file, and a  *)
+(* network that loses, duplicates and reorders messages.  Out of scope:    *)
+(* DescribeQuorum (read-only), snapshots (KIP-630), reassignment (KIP-642).*)
+(*                                                                         *)
+(* Reading guide: docs/spec-kraft.md.  This module contains no model-      *)
+(* checking artefacts: bounds are CONSTANTS that the actions respect as    *)
+(* guards (so a simulator can run the same bounded model), and symmetry /  *)
+(* configuration live in MCKRaft.tla and tlc_configs/kraft-*.cfg.          *)
+(***************************************************************************)
+EXTENDS Integers, Sequences, FiniteSets, Bags, TLC, KRaftLog
+
+(***************************************************************************)
+(*                              CONSTANTS                                  *)
+(***************************************************************************)
+CONSTANTS
+    Voters,         \* quorum.voters: replicas that vote and may lead
+    Observers,      \* replicas that only fetch (never vote, never lead)
+    Values,         \* client record values (model values)
+    Nil,            \* "-1": no leader / no vote
+    LeaderChange,   \* value of the LeaderChange control record (Type=3)
+    ClusterOf,      \* [Server -> cluster id]: clusterId cached in meta.properties
+    TimeoutVoters   \* voters whose election / fetch timer may fire (see below)
+
+(***************************************************************************)
+(* Bounds.  Each is a guard on the actions that would exceed it, so every  *)
+(* behaviour of the bounded model is a behaviour of the unbounded protocol *)
+(* (the bounds only remove behaviours).                                    *)
+(***************************************************************************)
+CONSTANTS
+    MaxEpoch,       \* no election (Timeout, progress timeout, EndQuorumEpoch)
+                    \* starts an epoch > MaxEpoch; a leader in MaxEpoch does
+                    \* not crash or resign (nobody could replace it).
+    MaxLogLength,   \* a leader appends a client record only while its log is
+                    \* shorter than this.  LeaderChange records are exempt, so
+                    \* Len(log[i]) <= MaxLogLength + MaxEpoch.
+    MaxRestarts,    \* total number of crash/restarts in a behaviour
+    MaxInFlight     \* at most this many messages (with multiplicity) in the
+                    \* network; a send that would exceed it is not taken yet
+
+(***************************************************************************)
+(* Protocol-rule switches.  Each one, when TRUE, removes exactly one rule  *)
+(* of the KIP; they are all FALSE in the normal configurations and exactly *)
+(* one is TRUE in each tlc_configs/kraft-bug-*.cfg.                        *)
+(***************************************************************************)
+CONSTANTS
+    BugNoCurrentEpochRule,   \* HWM may advance without a record of the
+                             \* leader's epoch being on a majority
+    BugNoLogUpToDateCheck,   \* Vote granted without the log comparison
+    BugVoteNotPersisted,     \* votedId is lost on restart
+    BugIgnoreDivergingEpoch, \* follower ignores DivergingEpoch, treats the
+                             \* response as a successful fetch
+    BugAcceptSecondLeader,   \* BeginQuorumEpoch from a second leader of an
+                             \* already-known epoch is accepted
+    BugFollowerHwmNotCapped, \* follower takes the leader's HWM uncapped by
+                             \* its own log end offset
+    BugObserverVotes,        \* observers are asked for, grant and count votes
+    BugNoClusterIdCheck,     \* clusterId is not validated by any request
+    BugSkipFetchValidation   \* leader serves records without validating
+                             \* FetchOffset / LastFetchedEpoch
+
+Server == Voters \cup Observers
+
+(***************************************************************************)
+(* Timing abstraction.  The KIP's timers (quorum.fetch.timeout.ms,         *)
+(* quorum.election.timeout.ms, the randomised election back-off and the    *)
+(* EndQuorumEpoch back-off) are not modelled as clocks: a timer may expire *)
+(* at any moment, which is nondeterminism.  TimeoutVoters is the set of    *)
+(* voters whose timers may expire; it is Voters in every safety            *)
+(* configuration.  The liveness configuration uses a single voter: this    *)
+(* models the randomised back-off (KIP-595 §"Vote", "New elections are     *)
+(* always delayed by a random time ... to prevent gridlocked elections")   *)
+(* eventually letting one voter's timer fire first.                        *)
+(***************************************************************************)
+ASSUME
+    /\ Voters \cap Observers = {}
+    /\ Cardinality(Voters) >= 2
+    /\ TimeoutVoters \subseteq Voters
+    /\ Nil \notin Server /\ LeaderChange \notin Values
+    /\ ClusterOf \in [Server -> STRING]
+    /\ MaxEpoch \in Nat /\ MaxLogLength \in Nat
+    /\ MaxRestarts \in Nat /\ MaxInFlight \in Nat \ {0}
+
+(***************************************************************************)
+(*                              VARIABLES                                  *)
+(*                                                                         *)
+(* Persistent: survive Restart (KIP-595 §"Persistent State").             *)
+(*   currentEpoch[i]  LeaderEpoch of the quorum-state file; 0 initially.   *)
+(*   votedId[i]       VotedId of the quorum-state file: the candidate i    *)
+(*                    voted for in currentEpoch[i], or Nil.                *)
+(*   leaderId[i]      LeaderId of the quorum-state file: the leader of     *)
+(*                    currentEpoch[i] as known to i, or Nil.               *)
+(*   log[i]           the metadata log: Seq of [epoch |-> e, value |-> v], *)
+(*                    v \in Values, or v = LeaderChange for the control    *)
+(*                    record a new leader appends.  Appends are fsynced.   *)
+(*                                                                         *)
+(* Volatile: lost on Restart.                                              *)
+(*   role[i]          "Unattached" | "Voted" | "Candidate" | "Leader" |    *)
+(*                    "Follower" | "Resigned" | "Shutdown" (a fatal        *)
+(*                    INVALID_CLUSTER_ID stopped the broker; terminal).    *)
+(*   highWatermark[i] i's high watermark (an offset: l[1..hwm] committed). *)
+(*   votesGranted[i]  Candidate: voters that granted i's vote (incl. i).   *)
+(*   votesRejected[i] Candidate: voters that rejected i's vote.            *)
+(*   followerEndOffset[i] Leader: [Voters -> Int], for each other voter    *)
+(*                    the largest end offset it is known to share with the *)
+(*                    leader's log, or -1 if it has not endorsed the leader*)
+(*                    yet (so BeginQuorumEpoch is still to be sent to it). *)
+(*                    The -1 convention is DescribeQuorum's LogEndOffset.  *)
+(*   fetchedSinceCheck[i] Leader: voters whose Fetch arrived since the last*)
+(*                    leader progress check.                               *)
+(*                                                                         *)
+(* Environment:                                                            *)
+(*   msgs             the network: a bag (multiset) of messages, i.e. a    *)
+(*                    function from message records to copy counts.       *)
+(*   restartCount     number of Restart steps taken so far (<= MaxRestarts)*)
+(*                                                                         *)
+(* GHOST (history only, read by invariants, never by the protocol):        *)
+(*   ghostCommitted   Seq of [entry |-> record, epoch |-> e]: the longest  *)
+(*                    prefix any leader ever committed, each record tagged *)
+(*                    with the epoch of the leader that committed it.      *)
+(*   ghostVotes       set of [voter, epoch, candidate]: every vote ever    *)
+(*                    cast (a candidate's vote for itself included).       *)
+(***************************************************************************)
+VARIABLES
+    currentEpoch, votedId, leaderId, log,
+    role, highWatermark, votesGranted, votesRejected,
+    followerEndOffset, fetchedSinceCheck,
+    msgs, restartCount,
+    ghostCommitted, ghostVotes
+
+persistentVars == <<currentEpoch, votedId, leaderId, log>>
+quorumVars     == <<currentEpoch, votedId, leaderId>>
+candidateVars  == <<votesGranted, votesRejected>>
+leaderVars     == <<followerEndOffset, fetchedSinceCheck>>
+ghostVars      == <<ghostCommitted, ghostVotes>>
+nodeVars       == <<currentEpoch, votedId, leaderId, log, role, highWatermark,
+                    votesGranted, votesRejected, followerEndOffset,
+                    fetchedSinceCheck>>
+vars           == <<nodeVars, msgs, restartCount, ghostVars>>
+
+(***************************************************************************)
+(*                        HELPERS: quorums, roles                          *)
+(***************************************************************************)
+
+\* A strict majority of the voters (KIP-595 §"Key Concepts": "majority of
+\* the voters").
+IsVoterMajority(S) == Cardinality(S \cap Voters) * 2 > Cardinality(Voters)
+
+\* The replicas whose votes a candidate asks for and counts.  Observers are
+\* "not eligible to cast votes" (KIP-595 §"Key Concepts", "Observer").
+Electorate == IF BugObserverVotes THEN Server ELSE Voters
+IsElectionQuorum(S) ==
+    Cardinality(S \cap Electorate) * 2 > Cardinality(Voters)
+
+\* The role of a replica that is neither candidate nor leader, given its
+\* persisted vote and known leader.
+PassiveRole(v, l) ==
+    IF l # Nil THEN "Follower" ELSE IF v # Nil THEN "Voted" ELSE "Unattached"
+
+NoEndOffsets == [v \in Voters |-> -1]
+
+\* A request carries the sender's cached clusterId; the receiver validates it
+\* (KIP-595 §"Cluster Bootstrapping").  The model gives every replica a
+\* cached clusterId from the start (no "null" clusterId of a new broker).
+ClusterIdMatches(m) == BugNoClusterIdCheck \/ m.clusterId = ClusterOf[m.dest]
+
+(***************************************************************************)
+(*                        HELPERS: the network                             *)
+(* A bag of messages.  Loss (DropMessage), duplication (DuplicateMessage)  *)
+(* and reordering (any message in the bag may be received next) are all    *)
+(* possible.  A sender does not issue a request identical to one still in  *)
+(* flight (the same message would just be a duplicate, which is            *)
+(* DuplicateMessage's business).                                           *)
+(***************************************************************************)
+InFlight(m) == BagIn(m, msgs)
+NumInFlight == BagCardinality(msgs)
+
+Send(m) ==
+    /\ ~InFlight(m)
+    /\ NumInFlight < MaxInFlight
+    /\ msgs' = msgs (+) SetToBag({m})
+
+Discard(m) == msgs' = msgs (-) SetToBag({m})
+
+\* Consume request req and send response resp in one step (the network size
+\* does not grow, so a reply is never blocked by MaxInFlight).
+Reply(resp, req) == msgs' = (msgs (-) SetToBag({req})) (+) SetToBag({resp})
+
+(***************************************************************************)
+(*                        MESSAGES (KIP-595 schemas)                       *)
+(* Every message has type, src, dest and epoch.  Responses piggyback the   *)
+(* responder's epoch and known leader (KIP-595 §"Leader Election and Data  *)
+(* Replication", attribute 2) and an error code.                           *)
+(***************************************************************************)
+VoteRequest(i, j) ==
+    [type |-> "VoteRequest", src |-> i, dest |-> j,
+     epoch |-> currentEpoch[i],                 \* CandidateEpoch
+     lastOffsetEpoch |-> LastEpoch(log[i]),     \* LastOffsetEpoch
+     lastOffset |-> Len(log[i]),                \* LastOffset (log end offset)
+     clusterId |-> ClusterOf[i]]
+
+VoteResponse(j, i, e, l, granted, err) ==
+    [type |-> "VoteResponse", src |-> j, dest |-> i, epoch |-> e,
+     leaderId |-> l, voteGranted |-> granted, error |-> err]
+
+BeginQuorumEpochRequest(i, j) ==                \* LeaderId = src
+    [type |-> "BeginQuorumEpochRequest", src |-> i, dest |-> j,
+     epoch |-> currentEpoch[i], clusterId |-> ClusterOf[i]]
+
+BeginQuorumEpochResponse(j, i, e, l, err) ==
+    [type |-> "BeginQuorumEpochResponse", src |-> j, dest |-> i, epoch |-> e,
+     leaderId |-> l, error |-> err]
+
+EndQuorumEpochRequest(i, j, successors) ==      \* LeaderId = ReplicaId = src
+    [type |-> "EndQuorumEpochRequest", src |-> i, dest |-> j,
+     epoch |-> currentEpoch[i], preferredSuccessors |-> successors,
+     clusterId |-> ClusterOf[i]]
+
+FetchRequest(i, j) ==
+    [type |-> "FetchRequest", src |-> i, dest |-> j,
+     epoch |-> currentEpoch[i],                 \* CurrentLeaderEpoch
+     fetchOffset |-> Len(log[i]),               \* FetchOffset
+     lastFetchedEpoch |-> LastEpoch(log[i]),    \* LastFetchedEpoch
+     clusterId |-> ClusterOf[i]]
+
+\* fetchOffset / lastFetchedEpoch echo the request, so the fetcher can tell
+\* which of its requests a response answers (Kafka matches a response to its
+\* outstanding request; the model's network may deliver stale duplicates).
+FetchResponse(j, i, e, l, err, hwm, records, diverging, req) ==
+    [type |-> "FetchResponse", src |-> j, dest |-> i, epoch |-> e,
+     leaderId |-> l, error |-> err, highWatermark |-> hwm,
+     records |-> records, divergingEpoch |-> diverging,
+     fetchOffset |-> req.fetchOffset,
+     lastFetchedEpoch |-> req.lastFetchedEpoch]
+
+(***************************************************************************)
+(*                   HELPERS: state transitions of a node                  *)
+(***************************************************************************)
+
+ClearCandidateAndLeaderState(i) ==
+    /\ votesGranted'      = [votesGranted      EXCEPT ![i] = {}]
+    /\ votesRejected'     = [votesRejected     EXCEPT ![i] = {}]
+    /\ followerEndOffset' = [followerEndOffset EXCEPT ![i] = NoEndOffsets]
+    /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
+
+(***************************************************************************)
+(* i learns epoch e >= currentEpoch[i] with leader l (Nil if unknown) and  *)
+(* becomes a passive replica: Follower of l, or Unattached / Voted.  A new *)
+(* epoch clears the vote.  The quorum-state file is updated in the step.   *)
+(* KIP-595 §"Vote Request Handling", §"BeginQuorumEpoch Request Handling", *)
+(* §"FetchResponse Handling" step 1.                                       *)
+(***************************************************************************)
+StepDown(i, e, l) ==
+    LET v == IF e > currentEpoch[i] THEN Nil ELSE votedId[i]
+    IN  /\ currentEpoch' = [currentEpoch EXCEPT ![i] = e]
+        /\ votedId'      = [votedId      EXCEPT ![i] = v]
+        /\ leaderId'     = [leaderId     EXCEPT ![i] = l]
+        /\ role'         = [role         EXCEPT ![i] = PassiveRole(v, l)]
+        /\ ClearCandidateAndLeaderState(i)
+
+(***************************************************************************)
+(* KIP-595 §"Vote": "A voter triggers an election by first voting for      *)
+(* itself and updating the quorum-state file.  Once this state is          *)
+(* persistent, the voter becomes a candidate".                             *)
+(***************************************************************************)
+StartElection(i, e) ==
+    /\ currentEpoch'  = [currentEpoch  EXCEPT ![i] = e]
+    /\ votedId'       = [votedId       EXCEPT ![i] = i]
+    /\ leaderId'      = [leaderId      EXCEPT ![i] = Nil]
+    /\ role'          = [role          EXCEPT ![i] = "Candidate"]
+    /\ votesGranted'  = [votesGranted  EXCEPT ![i] = {i}]
+    /\ votesRejected' = [votesRejected EXCEPT ![i] = {}]
+    /\ followerEndOffset' = [followerEndOffset EXCEPT ![i] = NoEndOffsets]
+    /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
+    /\ ghostVotes' = ghostVotes \cup {[voter |-> i, epoch |-> e, candidate |-> i]}
+
+(***************************************************************************)
+(* KIP-595 §"Vote Response Handling" steps 2-3: with a majority the        *)
+(* candidate updates the quorum-state file (LeaderId = itself) and appends *)
+(* the LeaderChange control record, whose offset is the epoch's start      *)
+(* offset.  It has no endorsements yet (followerEndOffset all -1).  Its    *)
+(* high watermark is unchanged (it is only advanced by Fetch handling).    *)
+(***************************************************************************)
+BecomeLeader(i) ==
+    /\ role'     = [role     EXCEPT ![i] = "Leader"]
+    /\ leaderId' = [leaderId EXCEPT ![i] = i]
+    /\ log'      = [log EXCEPT ![i] =
+                      Append(@, [epoch |-> currentEpoch[i], value |-> LeaderChange])]
+    /\ ClearCandidateAndLeaderState(i)
+
+Shutdown(i) == role' = [role EXCEPT ![i] = "Shutdown"]
+
+(***************************************************************************)
+(*                   HELPERS: high watermark                               *)
+(***************************************************************************)
+
+(***************************************************************************)
+(* KIP-595 §"FetchRequest Handling" step 4 and §"Extra condition on        *)
+(* commitment".  The leader's HWM becomes the largest offset h held by a   *)
+(* majority of the voters (the leader's own log counts with its end        *)
+(* offset), provided h > the current HWM and the last committed record     *)
+(* l[h] has the leader's epoch, i.e. h is beyond the epoch's start offset  *)
+(* (the LeaderChange record of the epoch is committed).                    *)
+(***************************************************************************)
+NewHighWatermark(j, offsets) ==
+    LET match == [v \in Voters |-> IF v = j THEN Len(log[j]) ELSE offsets[v]]
+        h     == MajorityOffset(match, Voters, Len(log[j]), IsVoterMajority)
+    IN  IF /\ h > highWatermark[j]
+           /\ BugNoCurrentEpochRule \/ log[j][h].epoch = currentEpoch[j]
+        THEN h
+        ELSE highWatermark[j]
+
+\* GHOST: extend the committed history when leader j's HWM reaches h.
+RecordCommitted(j, h) ==
+    LET n == Len(ghostCommitted)
+    IN  IF h > n
+        THEN ghostCommitted \o
+               [k \in 1..(h - n) |-> [entry |-> log[j][n + k],
+                                      epoch |-> currentEpoch[j]]]
+        ELSE ghostCommitted
+
+(***************************************************************************)
+(*                                INIT                                     *)
+(* A freshly formatted quorum: epoch 0, no vote, no leader, empty logs.    *)
+(***************************************************************************)
+Init ==
+    /\ currentEpoch      = [i \in Server |-> 0]
+    /\ votedId           = [i \in Server |-> Nil]
+    /\ leaderId          = [i \in Server |-> Nil]
+    /\ log               = [i \in Server |-> << >>]
+    /\ role              = [i \in Server |-> "Unattached"]
+    /\ highWatermark     = [i \in Server |-> 0]
+    /\ votesGranted      = [i \in Server |-> {}]
+    /\ votesRejected     = [i \in Server |-> {}]
+    /\ followerEndOffset = [i \in Server |-> NoEndOffsets]
+    /\ fetchedSinceCheck = [i \in Server |-> {}]
+    /\ msgs              = EmptyBag
+    /\ restartCount      = 0
+    /\ ghostCommitted    = << >>
+    /\ ghostVotes        = {}
+
+(***************************************************************************)
+(*                      ACTIONS: timers and local events                   *)
+(***************************************************************************)
+
+\* KIP-595 §"Vote" (conditions 1 and 3: fetch timeout, election timeout) and
+\* §"EndQuorumEpoch" (back-off of the non-first successors); a Resigned
+\* leader also starts a new election when its timer expires.
+Timeout(i) ==
+    /\ i \in TimeoutVoters
+    /\ role[i] \in {"Unattached", "Voted", "Follower", "Candidate", "Resigned"}
+    /\ currentEpoch[i] < MaxEpoch
+    /\ StartElection(i, currentEpoch[i] + 1)
+    /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
+
+\* KIP-595 §"Leader Progress Timeout" (revision): "if the leader did not
+\* receive Fetch requests from a majority of the quorum for that amount of
+\* time, it would begin a new election".  The check passes (and restarts the
+\* window) if a majority, the leader included, fetched since the last check.
+LeaderProgressTimeout(i) ==
+    /\ i \in TimeoutVoters
+    /\ role[i] = "Leader"
+    /\ IF IsVoterMajority(fetchedSinceCheck[i] \cup {i})
+       THEN /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
+            /\ UNCHANGED <<persistentVars, role, highWatermark, candidateVars,
+                           followerEndOffset, msgs, restartCount, ghostVars>>
+       ELSE /\ currentEpoch[i] < MaxEpoch
+            /\ StartElection(i, currentEpoch[i] + 1)
+            /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
+
+\* The orders of the other voters "sorted by each voter's current replicated
+\* offset in descending order" (ties in any order).
+SuccessorOrders(i) ==
+    LET others == Voters \ {i}
+        n      == Cardinality(others)
+    IN  {s \in [1..n -> others] :
+            /\ \A a, b \in 1..n : a # b => s[a] # s[b]
+            /\ \A k \in 1..(n - 1) :
+                  followerEndOffset[i][s[k]] >= followerEndOffset[i][s[k + 1]]}
+
+\* KIP-595 §"EndQuorumEpoch": graceful resignation.  The leader becomes
+\* Resigned and sends EndQuorumEpoch with its preferred successors to every
+\* other voter, once, without retrying ("The leader treats this as a
+\* best-effort graceful shutdown").  Bound: not in MaxEpoch.
+Resign(i) ==
+    /\ role[i] = "Leader"
+    /\ currentEpoch[i] < MaxEpoch
+    /\ NumInFlight + Cardinality(Voters) - 1 <= MaxInFlight
+    /\ \E succ \in SuccessorOrders(i) :
+          msgs' = msgs (+) SetToBag({EndQuorumEpochRequest(i, j, succ) :
+                                          j \in Voters \ {i}})
+    /\ role' = [role EXCEPT ![i] = "Resigned"]
+    /\ ClearCandidateAndLeaderState(i)
+    /\ UNCHANGED <<persistentVars, highWatermark, restartCount, ghostVars>>
+
+\* KIP-595 §"Client Interactions": the leader appends a client record.
+ClientRequest(i, v) ==
+    /\ role[i] = "Leader"
+    /\ Len(log[i]) < MaxLogLength
+    /\ log' = [log EXCEPT ![i] = Append(@, [epoch |-> currentEpoch[i], value |-> v])]
+    /\ UNCHANGED <<quorumVars, role, highWatermark, candidateVars, leaderVars,
+                   msgs, restartCount, ghostVars>>
+
+(***************************************************************************)
+(* KIP-595 §"Persistent State" / §"Quorum State": crash and restart.  The  *)
+(* quorum-state file (epoch, votedId, leaderId) and the fsynced log        *)
+(* survive, everything else is lost.  The restart role follows Kafka's     *)
+(* quorum-state initialisation: a replica that was leader comes back       *)
+(* Resigned (it must not lead again in that epoch), one that had voted for *)
+(* itself comes back as a Candidate that re-sends its Vote requests        *)
+(* (§"Vote Response Handling" step 2: "upon failover it can just resend    *)
+(* the vote request").  Bound: a leader of MaxEpoch does not crash.        *)
+(***************************************************************************)
+Restart(i) ==
+    /\ restartCount < MaxRestarts
+    /\ role[i] # "Shutdown"
+    /\ leaderId[i] = i => currentEpoch[i] < MaxEpoch
+    /\ LET v == IF BugVoteNotPersisted THEN Nil ELSE votedId[i]
+           r == IF leaderId[i] = i THEN "Resigned"
+                ELSE IF leaderId[i] = Nil /\ v = i THEN "Candidate"
+                ELSE PassiveRole(v, leaderId[i])
+       IN  /\ votedId'       = [votedId       EXCEPT ![i] = v]
+           /\ role'          = [role          EXCEPT ![i] = r]
+           /\ votesGranted'  = [votesGranted  EXCEPT ![i] =
+                                   IF r = "Candidate" THEN {i} ELSE {}]
+    /\ highWatermark'     = [highWatermark     EXCEPT ![i] = 0]
+    /\ votesRejected'     = [votesRejected     EXCEPT ![i] = {}]
+    /\ followerEndOffset' = [followerEndOffset EXCEPT ![i] = NoEndOffsets]
+    /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
+    /\ restartCount'      = restartCount + 1
+    /\ UNCHANGED <<currentEpoch, leaderId, log, msgs, ghostVars>>
+
+(***************************************************************************)
+(*                        ACTIONS: sending requests                        *)
+(***************************************************************************)
+
+\* KIP-595 §"Vote": the candidate "sends a VoteRequest to all the other
+\* voters"; re-sent (after loss) until the voter has answered.
+SendVoteRequest(i, j) ==
+    /\ role[i] = "Candidate"
+    /\ j \in Electorate \ {i}
+    /\ j \notin votesGranted[i] \cup votesRejected[i]
+    /\ Send(VoteRequest(i, j))
+    /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
+
+\* KIP-595 §"BeginQuorumEpoch Response Handling": "The leader will continue
+\* sending BeginQuorumEpoch to each known voter until it has received its
+\* endorsement."  Only voters receive it.
+SendBeginQuorumEpoch(i, j) ==
+    /\ role[i] = "Leader"
+    /\ j \in Voters \ {i}
+    /\ followerEndOffset[i][j] = -1
+    /\ Send(BeginQuorumEpochRequest(i, j))
+    /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
+
+\* KIP-595 §"Fetch": followers (voters and observers) fetch from the leader
+\* they know.  §"BeginQuorumEpoch" / §"Cluster Bootstrapping" step 1: a
+\* replica that knows no leader (and is not a candidate) sends Fetch "to any
+\* of the voters at random until the new leader is found", with its last
+\* known epoch.
+SendFetchRequest(i, j) ==
+    /\ \/ role[i] = "Follower" /\ j = leaderId[i]
+       \/ /\ role[i] \in {"Unattached", "Voted"}
+          /\ leaderId[i] = Nil
+          /\ j \in Voters \ {i}
+    /\ Send(FetchRequest(i, j))
+    /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
+
+(***************************************************************************)
+(*                     ACTIONS: handling messages                          *)
+(***************************************************************************)
+
+(***************************************************************************)
+(* KIP-595 §"Vote Request Handling" steps 1-4 and §"Cluster Bootstrapping" *)
+(* step 4.  Voter j handles candidate c's request:                         *)
+(*  1. clusterId mismatch: reject with INVALID_CLUSTER_ID, no state change;*)
+(*  2. j knows a larger epoch: reject;                                     *)
+(*  4. a larger candidate epoch is adopted first (vote and leader cleared);*)
+(*  3. if j already voted in the epoch, grant only to the same candidate;  *)
+(*  4a/b. otherwise grant iff j knows no leader for the epoch, c is a      *)
+(*     voter, and c's log is at least as up-to-date as j's.  The vote is   *)
+(*     persisted (votedId) before the response is sent.                   *)
+(***************************************************************************)
+HandleVoteRequest(m) ==
+    LET j == m.dest
+        c == m.src
+    IN
+    /\ role[j] # "Shutdown"
+    /\ CASE ~ClusterIdMatches(m) ->
+              /\ Reply(VoteResponse(j, c, m.epoch, Nil, FALSE, "INVALID_CLUSTER_ID"), m)
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
+         [] m.epoch < currentEpoch[j] ->
+              /\ Reply(VoteResponse(j, c, currentEpoch[j], leaderId[j], FALSE,
+                                    "FENCED_LEADER_EPOCH"), m)
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
+         [] OTHER ->
+              LET bump   == m.epoch > currentEpoch[j]
+                  voted  == IF bump THEN Nil ELSE votedId[j]
+                  leader == IF bump THEN Nil ELSE leaderId[j]
+                  grant  == \/ voted = c
+                            \/ /\ voted = Nil
+                               /\ leader = Nil
+                               /\ c \in Voters
+                               /\ j \in Electorate
+                               /\ \/ BugNoLogUpToDateCheck
+                                  \/ IsUpToDate(m.lastOffsetEpoch, m.lastOffset, log[j])
+                  newVote == IF grant THEN c ELSE voted
+              IN  /\ currentEpoch' = [currentEpoch EXCEPT ![j] = m.epoch]
+                  /\ votedId'      = [votedId      EXCEPT ![j] = newVote]
+                  /\ leaderId'     = [leaderId     EXCEPT ![j] = leader]
+                  /\ role' = [role EXCEPT ![j] =
+                                IF bump \/ role[j] = "Unattached"
+                                THEN PassiveRole(newVote, leader) ELSE @]
+                  /\ IF bump THEN ClearCandidateAndLeaderState(j)
+                             ELSE UNCHANGED <<candidateVars, leaderVars>>
+                  /\ ghostVotes' = IF grant
+                                   THEN ghostVotes \cup
+                                        {[voter |-> j, epoch |-> m.epoch, candidate |-> c]}
+                                   ELSE ghostVotes
+                  /\ Reply(VoteResponse(j, c, m.epoch, leader, grant, "NONE"), m)
+                  /\ UNCHANGED <<log, highWatermark>>
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
+
+(***************************************************************************)
+(* KIP-595 §"Vote Response Handling" and §"Cluster Bootstrapping" step 2a. *)
+(* A larger epoch in the response makes the candidate step down.  A       *)
+(* candidate of the response's epoch records the vote; with a majority it  *)
+(* becomes leader.  INVALID_CLUSTER_ID is "simply treated as a vote        *)
+(* rejection".  When the rejections make a majority impossible (e.g. the   *)
+(* 2-voter case) the candidate "can immediately step down and backoff": it *)
+(* keeps its persisted self-vote (role Voted) and waits for its timer.     *)
+(***************************************************************************)
+HandleVoteResponse(m) ==
+    LET i == m.dest
+    IN
+    /\ role[i] # "Shutdown"
+    /\ CASE m.error # "INVALID_CLUSTER_ID" /\ m.epoch > currentEpoch[i] ->
+              /\ StepDown(i, m.epoch, m.leaderId)
+              /\ UNCHANGED <<log, highWatermark>>
+         [] role[i] = "Candidate" /\ m.epoch = currentEpoch[i] /\ m.voteGranted ->
+              LET granted == votesGranted[i] \cup {m.src}
+              IN  IF IsElectionQuorum(granted)
+                  THEN /\ BecomeLeader(i)
+                       /\ UNCHANGED <<currentEpoch, votedId, highWatermark>>
+                  ELSE /\ votesGranted' = [votesGranted EXCEPT ![i] = granted]
+                       /\ UNCHANGED <<persistentVars, role, highWatermark,
+                                      votesRejected, leaderVars>>
+         [] role[i] = "Candidate" /\ m.epoch = currentEpoch[i] /\ ~m.voteGranted ->
+              LET rejected == votesRejected[i] \cup {m.src}
+              IN  IF ~IsElectionQuorum(Electorate \ rejected)
+                  THEN /\ StepDown(i, currentEpoch[i], Nil)
+                       /\ UNCHANGED <<log, highWatermark>>
+                  ELSE /\ votesRejected' = [votesRejected EXCEPT ![i] = rejected]
+                       /\ UNCHANGED <<persistentVars, role, highWatermark,
+                                      votesGranted, leaderVars>>
+         [] OTHER ->
+              UNCHANGED nodeVars
+    /\ Discard(m)
+    /\ UNCHANGED <<restartCount, ghostVars>>
+
+(***************************************************************************)
+(* KIP-595 §"BeginQuorumEpoch Request Handling" and §"Cluster              *)
+(* Bootstrapping" step 3.  A clusterId mismatch from an elected leader is  *)
+(* fatal.  A lower epoch is rejected (FENCED_LEADER_EPOCH); a different    *)
+(* leader for an epoch whose leader is already known is rejected ("if the  *)
+(* leaderId for epoch 5 was known to be A, then a voter will reject a      *)
+(* BeginQuorumEpoch request from a separate voter B from the same epoch"); *)
+(* otherwise the voter accepts and becomes a follower of the leader.       *)
+(***************************************************************************)
+HandleBeginQuorumEpochRequest(m) ==
+    LET j == m.dest
+        l == m.src
+    IN
+    /\ role[j] # "Shutdown"
+    /\ CASE ~ClusterIdMatches(m) ->
+              /\ Shutdown(j)
+              /\ Discard(m)
+              /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars>>
+         [] m.epoch < currentEpoch[j] ->
+              /\ Reply(BeginQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
+                                                "FENCED_LEADER_EPOCH"), m)
+              /\ UNCHANGED nodeVars
+         [] /\ m.epoch = currentEpoch[j]
+            /\ leaderId[j] \notin {Nil, l}
+            /\ ~BugAcceptSecondLeader ->
+              /\ Reply(BeginQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
+                                                "INVALID_QUORUM_STATE"), m)
+              /\ UNCHANGED nodeVars
+         [] OTHER ->
+              /\ StepDown(j, m.epoch, l)
+              /\ Reply(BeginQuorumEpochResponse(j, l, m.epoch, l, "NONE"), m)
+              /\ UNCHANGED <<log, highWatermark>>
+    /\ UNCHANGED <<restartCount, ghostVars>>
+
+(***************************************************************************)
+(* KIP-595 §"BeginQuorumEpoch Response Handling": with no error the leader *)
+(* records the voter's endorsement (end offset at least 0); a larger epoch *)
+(* (FENCED_LEADER_EPOCH) makes it step down and follow the leader named in *)
+(* the response.                                                           *)
+(***************************************************************************)
+HandleBeginQuorumEpochResponse(m) ==
+    LET l == m.dest
+    IN
+    /\ role[l] # "Shutdown"
+    /\ CASE m.epoch > currentEpoch[l] ->
+              /\ StepDown(l, m.epoch, m.leaderId)
+              /\ UNCHANGED <<log, highWatermark>>
+         [] role[l] = "Leader" /\ m.epoch = currentEpoch[l] /\ m.error = "NONE" ->
+              /\ followerEndOffset' = [followerEndOffset EXCEPT ![l][m.src] = Max(@, 0)]
+              /\ UNCHANGED <<persistentVars, role, highWatermark, candidateVars,
+                             fetchedSinceCheck>>
+         [] OTHER ->
+              UNCHANGED nodeVars
+    /\ Discard(m)
+    /\ UNCHANGED <<restartCount, ghostVars>>
+
+(***************************************************************************)
+(* KIP-595 §"EndQuorumEpoch Request Handling".  Rejected (no state change) *)
+(* if the clusterId does not match, the epoch is smaller than the known    *)
+(* one, the epoch's leader is known to be someone else, or the voter is    *)
+(* not among the preferred successors (INCONSISTENT_VOTER_SET).  The first *)
+(* successor "can transit to candidate state immediately"; the others      *)
+(* learn the epoch and leader and start an election after a back-off,     *)
+(* i.e. on a later Timeout.  The EndQuorumEpoch response is not modelled:  *)
+(* the resigning (shutting-down) leader ignores it (§"EndQuorumEpoch       *)
+(* Response Handling").                                                    *)
+(***************************************************************************)
+HandleEndQuorumEpochRequest(m) ==
+    LET j    == m.dest
+        l    == m.src
+        succ == m.preferredSuccessors
+    IN
+    /\ role[j] # "Shutdown"
+    /\ CASE \/ ~ClusterIdMatches(m)
+            \/ m.epoch < currentEpoch[j]
+            \/ m.epoch = currentEpoch[j] /\ leaderId[j] \notin {Nil, l}
+            \/ (\A k \in 1..Len(succ) : succ[k] # j) ->
+              UNCHANGED <<nodeVars, ghostVotes>>
+         [] /\ succ[1] = j
+            /\ j \in TimeoutVoters
+            /\ m.epoch < MaxEpoch ->
+              /\ StartElection(j, m.epoch + 1)
+              /\ UNCHANGED <<log, highWatermark>>
+         [] OTHER ->
+              /\ StepDown(j, m.epoch, l)
+              /\ UNCHANGED <<log, highWatermark, ghostVotes>>
+    /\ Discard(m)
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
+
+(***************************************************************************)
+(* KIP-595 §"FetchRequest Handling" steps 1-4 (and §"BeginQuorumEpoch":    *)
+(* "If a non-leader receives a Fetch request, it would return an error     *)
+(* code ... and it will also encode the current known leader id / epoch"). *)
+(*  1. clusterId mismatch: INVALID_CLUSTER_ID;                             *)
+(*  2. epoch differs from the leader's: FENCED_LEADER_EPOCH (smaller) or   *)
+(*     UNKNOWN_LEADER_EPOCH (larger); a non-leader answers                 *)
+(*     NOT_LEADER_OR_FOLLOWER; every error carries epoch and leader;      *)
+(*  3. FetchOffset / LastFetchedEpoch are validated against the leader's   *)
+(*     log: if inconsistent, an empty response with DivergingEpoch;        *)
+(*     otherwise the record at FetchOffset (batches of one record);        *)
+(*  4. a fetch from a voter records its end offset (and endorsement) and   *)
+(*     may advance the high watermark; observers' fetches never do.        *)
+(***************************************************************************)
+FetchEpochError(e, j) ==
+    IF e < currentEpoch[j] THEN "FENCED_LEADER_EPOCH"
+    ELSE IF e > currentEpoch[j] THEN "UNKNOWN_LEADER_EPOCH"
+    ELSE "NOT_LEADER_OR_FOLLOWER"
+
+HandleFetchRequest(m) ==
+    LET j == m.dest
+        f == m.src
+    IN
+    /\ role[j] # "Shutdown"
+    /\ CASE ~ClusterIdMatches(m) ->
+              /\ Reply(FetchResponse(j, f, m.epoch, Nil, "INVALID_CLUSTER_ID", -1,
+                                     << >>, NoDivergence, m), m)
+              /\ UNCHANGED <<nodeVars, ghostCommitted>>
+         [] role[j] # "Leader" \/ m.epoch # currentEpoch[j] ->
+              /\ Reply(FetchResponse(j, f, currentEpoch[j], leaderId[j],
+                                     FetchEpochError(m.epoch, j), -1,
+                                     << >>, NoDivergence, m), m)
+              /\ UNCHANGED <<nodeVars, ghostCommitted>>
+         [] OTHER ->
+              LET valid   == \/ BugSkipFetchValidation
+                             \/ IsValidFetchPosition(log[j], m.fetchOffset,
+                                                     m.lastFetchedEpoch)
+                  isVoter == f \in Voters
+                  offsets == IF isVoter
+                             THEN [followerEndOffset[j] EXCEPT ![f] =
+                                     Max(@, IF valid THEN m.fetchOffset ELSE 0)]
+                             ELSE followerEndOffset[j]
+                  hwm     == IF isVoter /\ valid
+                             THEN NewHighWatermark(j, offsets)
+                             ELSE highWatermark[j]
+                  records == IF valid /\ m.fetchOffset < Len(log[j])
+                             THEN << log[j][m.fetchOffset + 1] >>
+                             ELSE << >>
+                  div     == IF valid THEN NoDivergence
+                             ELSE DivergingEpochFor(log[j], m.lastFetchedEpoch)
+              IN  /\ followerEndOffset' = [followerEndOffset EXCEPT ![j] = offsets]
+                  /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![j] =
+                                             IF isVoter THEN @ \cup {f} ELSE @]
+                  /\ highWatermark'  = [highWatermark EXCEPT ![j] = hwm]
+                  /\ ghostCommitted' = RecordCommitted(j, hwm)
+                  /\ Reply(FetchResponse(j, f, currentEpoch[j], j, "NONE", hwm,
+                                         records, div, m), m)
+                  /\ UNCHANGED <<persistentVars, role, candidateVars>>
+    /\ UNCHANGED <<restartCount, ghostVotes>>
+
+(***************************************************************************)
+(* KIP-595 §"FetchResponse Handling" and §"Cluster Bootstrapping" step 1a. *)
+(*  - INVALID_CLUSTER_ID: "the broker will shutdown" (fatal);              *)
+(*  - a larger epoch (FENCED_LEADER_EPOCH): update the quorum-state file   *)
+(*    and follow the leader in the response if it is defined;              *)
+(*  - the same epoch with a leader the fetcher did not know: follow it     *)
+(*    (§"Current Leader Discovery");                                       *)
+(*  - a response of the current leader that answers the fetcher's current  *)
+(*    position: with DivergingEpoch set, truncate (step 2); otherwise      *)
+(*    append the records and set HWM := min(log end offset, leader's HWM), *)
+(*    never lowering it;                                                   *)
+(*  - anything else (stale, duplicate, other errors) is ignored.           *)
+(***************************************************************************)
+HandleFetchResponse(m) ==
+    LET i == m.dest
+    IN
+    /\ role[i] # "Shutdown"
+    /\ CASE m.error = "INVALID_CLUSTER_ID" ->
+              /\ Shutdown(i)
+              /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars>>
+         [] m.epoch > currentEpoch[i] ->
+              /\ StepDown(i, m.epoch, m.leaderId)
+              /\ UNCHANGED <<log, highWatermark>>
+         [] /\ m.epoch = currentEpoch[i]
+            /\ leaderId[i] = Nil
+            /\ m.leaderId \notin {Nil, i}
+            /\ role[i] \in {"Unattached", "Voted", "Candidate"} ->
+              /\ StepDown(i, m.epoch, m.leaderId)
+              /\ UNCHANGED <<log, highWatermark>>
+         [] /\ m.error = "NONE"
+            /\ role[i] = "Follower"
+            /\ m.src = leaderId[i]
+            /\ m.epoch = currentEpoch[i]
+            /\ m.fetchOffset = Len(log[i])
+            /\ m.lastFetchedEpoch = LastEpoch(log[i]) ->
+              IF m.divergingEpoch # NoDivergence /\ ~BugIgnoreDivergingEpoch
+              THEN /\ log' = [log EXCEPT ![i] = TruncateToDivergence(@, m.divergingEpoch)]
+                   /\ UNCHANGED <<quorumVars, role, highWatermark, candidateVars, leaderVars>>
+              ELSE LET newLog == log[i] \o m.records
+                       cap    == IF BugFollowerHwmNotCapped THEN m.highWatermark
+                                 ELSE Min(Len(newLog), m.highWatermark)
+                   IN  /\ log' = [log EXCEPT ![i] = newLog]
+                       /\ highWatermark' = [highWatermark EXCEPT ![i] = Max(@, cap)]
+                       /\ UNCHANGED <<quorumVars, role, candidateVars, leaderVars>>
+         [] OTHER ->
+              UNCHANGED nodeVars
+    /\ Discard(m)
+    /\ UNCHANGED <<restartCount, ghostVars>>
+
+(***************************************************************************)
+(*                 ACTIONS: the network's faults                           *)
+(***************************************************************************)
+
+\* Message loss (including messages to a node that has shut down).
+DropMessage ==
+    /\ \E m \in BagToSet(msgs) : Discard(m)
+    /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
+
+\* Message duplication: one more copy of a message in flight.
+DuplicateMessage ==
+    /\ NumInFlight < MaxInFlight
+    /\ \E m \in BagToSet(msgs) : msgs' = msgs (+) SetToBag({m})
+    /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
+
+(***************************************************************************)
+(* Receive actions.  Each quantifies over the (state-dependent) network    *)
+(* and is a named zero-arity operator so that TLC gives it its own action  *)
+(* label (an inline \E m \in ... in Next would be labelled "Next").        *)
+(***************************************************************************)
+ReceiveVoteRequest ==
+    \E m \in BagToSet(msgs) : m.type = "VoteRequest" /\ HandleVoteRequest(m)
+ReceiveVoteResponse ==
+    \E m \in BagToSet(msgs) : m.type = "VoteResponse" /\ HandleVoteResponse(m)
+ReceiveBeginQuorumEpochRequest ==
+    \E m \in BagToSet(msgs) : m.type = "BeginQuorumEpochRequest"
+                              /\ HandleBeginQuorumEpochRequest(m)
+ReceiveBeginQuorumEpochResponse ==
+    \E m \in BagToSet(msgs) : m.type = "BeginQuorumEpochResponse"
+                              /\ HandleBeginQuorumEpochResponse(m)
+ReceiveEndQuorumEpochRequest ==
+    \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochRequest"
+                              /\ HandleEndQuorumEpochRequest(m)
+ReceiveFetchRequest ==
+    \E m \in BagToSet(msgs) : m.type = "FetchRequest" /\ HandleFetchRequest(m)
+ReceiveFetchResponse ==
+    \E m \in BagToSet(msgs) : m.type = "FetchResponse" /\ HandleFetchResponse(m)
+
+(***************************************************************************)
+(*                           NEXT AND SPEC                                 *)
+(***************************************************************************)
+Next ==
+    \* timers and local events
+    \/ \E i \in Server : Timeout(i)
+    \/ \E i \in Server : LeaderProgressTimeout(i)
+    \/ \E i \in Server : Resign(i)
+    \/ \E i \in Server, v \in Values : ClientRequest(i, v)
+    \/ \E i \in Server : Restart(i)
+    \* requests
+    \/ \E i, j \in Server : SendVoteRequest(i, j)
+    \/ \E i, j \in Server : SendBeginQuorumEpoch(i, j)
+    \/ \E i, j \in Server : SendFetchRequest(i, j)
+    \* message handling
+    \/ ReceiveVoteRequest
+    \/ ReceiveVoteResponse
+    \/ ReceiveBeginQuorumEpochRequest
+    \/ ReceiveBeginQuorumEpochResponse
+    \/ ReceiveEndQuorumEpochRequest
+    \/ ReceiveFetchRequest
+    \/ ReceiveFetchResponse
+    \* network faults
+    \/ DropMessage
+    \/ DuplicateMessage
+
+Spec == Init /\ [][Next]_vars
+
+(***************************************************************************)
+(* Fairness, for the liveness check only.  Weak fairness on every protocol *)
+(* action: timers of TimeoutVoters, client requests, request (re)sends and *)
+(* the delivery of each kind of message on each channel src -> dest.  The  *)
+(* faults (DropMessage, DuplicateMessage, Restart), Resign and the leader  *)
+(* progress timeout get no fairness.                                       *)
+(***************************************************************************)
+Handle(m) ==
+    CASE m.type = "VoteRequest"              -> HandleVoteRequest(m)
+      [] m.type = "VoteResponse"             -> HandleVoteResponse(m)
+      [] m.type = "BeginQuorumEpochRequest"  -> HandleBeginQuorumEpochRequest(m)
+      [] m.type = "BeginQuorumEpochResponse" -> HandleBeginQuorumEpochResponse(m)
+      [] m.type = "EndQuorumEpochRequest"    -> HandleEndQuorumEpochRequest(m)
+      [] m.type = "FetchRequest"             -> HandleFetchRequest(m)
+      [] m.type = "FetchResponse"            -> HandleFetchResponse(m)
+
+MessageTypes ==
+    {"VoteRequest", "VoteResponse", "BeginQuorumEpochRequest",
+     "BeginQuorumEpochResponse", "EndQuorumEpochRequest",
+     "FetchRequest", "FetchResponse"}
+
+Deliver(i, j, t) ==
+    \E m \in BagToSet(msgs) : m.src = i /\ m.dest = j /\ m.type = t /\ Handle(m)
+
+Fairness ==
+    /\ \A i \in Voters : WF_vars(Timeout(i))
+    /\ \A i \in Voters : WF_vars(\E v \in Values : ClientRequest(i, v))
+    /\ \A i, j \in Server :
+          /\ WF_vars(SendVoteRequest(i, j))
+          /\ WF_vars(SendBeginQuorumEpoch(i, j))
+          /\ WF_vars(SendFetchRequest(i, j))
+          /\ \A t \in MessageTypes : WF_vars(Deliver(i, j, t))
+
+LiveSpec == Spec /\ Fairness
+
+(***************************************************************************)
+(*                              INVARIANTS                                 *)
+(***************************************************************************)
+Roles == {"Unattached", "Voted", "Candidate", "Leader", "Follower",
+          "Resigned", "Shutdown"}
+ErrorCodes == {"NONE", "INVALID_CLUSTER_ID", "FENCED_LEADER_EPOCH",
+               "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER",
+               "INVALID_QUORUM_STATE"}
+LogRecord == [epoch : 1..MaxEpoch, value : Values \cup {LeaderChange}]
+IsLog(l) == /\ l \in [1..Len(l) -> LogRecord]
+            /\ Len(l) <= MaxLogLength + MaxEpoch
+
+TypeOK ==
+    /\ currentEpoch \in [Server -> 0..MaxEpoch]
+    /\ votedId \in [Server -> Server \cup {Nil}]
+    /\ leaderId \in [Server -> Server \cup {Nil}]
+    /\ \A i \in Server : IsLog(log[i])
+    /\ role \in [Server -> Roles]
+    /\ \A i \in Observers : role[i] \in {"Unattached", "Follower", "Shutdown"}
+                            \/ BugObserverVotes
+    /\ highWatermark \in [Server -> Nat]
+    /\ votesGranted \in [Server -> SUBSET Server]
+    /\ votesRejected \in [Server -> SUBSET Server]
+    /\ followerEndOffset \in [Server -> [Voters -> -1..(MaxLogLength + MaxEpoch)]]
+    /\ fetchedSinceCheck \in [Server -> SUBSET Voters]
+    /\ IsABag(msgs)
+    /\ NumInFlight <= MaxInFlight
+    /\ \A m \in BagToSet(msgs) :
+          /\ m.type \in MessageTypes
+          /\ m.src \in Server /\ m.dest \in Server /\ m.src # m.dest
+          /\ m.epoch \in 0..MaxEpoch
+          /\ "error" \in DOMAIN m => m.error \in ErrorCodes
+    /\ restartCount \in 0..MaxRestarts
+
+\* No two replicas are leader of the same epoch at the same time.
+AtMostOneLeaderPerEpoch ==
+    \A i, j \in Server :
+        (/\ role[i] = "Leader" /\ role[j] = "Leader"
+         /\ currentEpoch[i] = currentEpoch[j]) => i = j
+
+\* Raft's Log Matching: if two logs have a record with the same offset and
+\* epoch, the logs are identical up to and including that offset.
+LogMatching ==
+    \A i, j \in Server :
+        \A k \in 1..Min(Len(log[i]), Len(log[j])) :
+            log[i][k].epoch = log[j][k].epoch =>
+                SubSeq(log[i], 1, k) = SubSeq(log[j], 1, k)
+
+\* Raft's Leader Completeness: every committed record is in the log of every
+\* leader of the epoch that committed it or of a later epoch.
+LeaderCompleteness ==
+    \A i \in Server : role[i] = "Leader" =>
+        \A k \in 1..Len(ghostCommitted) :
+            ghostCommitted[k].epoch <= currentEpoch[i] =>
+                /\ k <= Len(log[i])
+                /\ log[i][k] = ghostCommitted[k].entry
+
+\* No committed record is ever truncated or changed: each one is still held
+\* (at its offset) by a majority of the voters, and no replica's committed
+\* prefix (up to its HWM) disagrees with the committed history.
+NoCommittedRecordLost ==
+    /\ \A k \in 1..Len(ghostCommitted) :
+          IsVoterMajority({v \in Voters : /\ k <= Len(log[v])
+                                          /\ log[v][k] = ghostCommitted[k].entry})
+    /\ \A i \in Server :
+          \A k \in 1..Min(highWatermark[i], Len(log[i])) :
+              /\ k <= Len(ghostCommitted)
+              /\ log[i][k] = ghostCommitted[k].entry
+
+\* A replica's HWM never points beyond its own log (it cannot consider
+\* committed a record it does not have).
+HighWatermarkWithinLog ==
+    \A i \in Server : highWatermark[i] <= Len(log[i])
+
+\* No replica votes for two different candidates in the same epoch.
+NoDoubleVote ==
+    \A a, b \in ghostVotes :
+        (a.voter = b.voter /\ a.epoch = b.epoch) => a.candidate = b.candidate
+
+(***************************************************************************)
+(* KIP-595 §"Cluster Bootstrapping": a replica never votes for, follows or *)
+(* replicates from a replica with another clusterId.  "Joining the other   *)
+(* cluster's log": a replica whose clusterId is not the one of a majority  *)
+(* of the voters can only obtain records from the others, so its log must  *)
+(* stay empty (all logs start empty).  Trivially true with one clusterId.  *)
+(***************************************************************************)
+QuorumClusterIds ==
+    {c \in {ClusterOf[v] : v \in Voters} :
+        IsVoterMajority({v \in Voters : ClusterOf[v] = c})}
+
+ClusterIdIsolation ==
+    \A i \in Server :
+        /\ votedId[i] \in Server => ClusterOf[votedId[i]] = ClusterOf[i]
+        /\ leaderId[i] \in Server => ClusterOf[leaderId[i]] = ClusterOf[i]
+        /\ ClusterOf[i] \notin QuorumClusterIds => log[i] = << >>
+
+(***************************************************************************)
+(*                           ACTION PROPERTY                               *)
+(* A replica's HWM never decreases, except that a crash loses it (it is    *)
+(* volatile in the model): the only step lowering highWatermark[i] is      *)
+(* Restart(i), which resets it to 0.                                       *)
+(***************************************************************************)
+HighWatermarkMonotonic ==
+    [][\A i \in Server :
+          highWatermark'[i] < highWatermark[i] =>
+              /\ restartCount' = restartCount + 1
+              /\ highWatermark'[i] = 0]_vars
+
+(***************************************************************************)
+(*                              LIVENESS                                   *)
+(* Under Fairness, once the network stops losing and duplicating messages *)
+(* (restarts are bounded by MaxRestarts), a leader is eventually elected   *)
+(* and a client record is eventually committed.                            *)
+(***************************************************************************)
+NetworkFault == DropMessage \/ DuplicateMessage
+NetworkFaultsEventuallyStop == <>[][~NetworkFault]_vars
+
+LeaderElected == \E i \in Voters : role[i] = "Leader"
+ClientRecordCommitted ==
+    \E k \in 1..Len(ghostCommitted) : ghostCommitted[k].entry.value \in Values
+
+EventuallyLeaderElected ==
+    NetworkFaultsEventuallyStop => <>LeaderElected
+EventuallyClientRecordCommitted ==
+    NetworkFaultsEventuallyStop => <>ClientRecordCommitted
+
+=============================================================================

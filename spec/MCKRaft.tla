@@ -1,0 +1,35 @@
+-------------------------------- MODULE MCKRaft --------------------------------
+(***************************************************************************)
+(* Model-checking wrapper for KRaft.tla: definitions that TLC              *)
+(* configurations (tlc_configs/kraft-*.cfg) refer to and that do not       *)
+(* belong in the protocol module: the clusterId assignment of the replicas *)
+(* and the symmetry sets.  No state constraint is needed: every bound is a *)
+(* guard in KRaft.tla.                                                     *)
+(***************************************************************************)
+EXTENDS KRaft
+
+\* Replicas configured with another cluster's clusterId ("cluster-B"); all
+\* others have "cluster-A".  Empty in every configuration but kraft-ci-clusterid
+\* and the cluster-id bug configuration.
+CONSTANT MisconfiguredServers
+
+MCClusterOf == [i \in Server |-> IF i \in MisconfiguredServers
+                                  THEN "cluster-B" ELSE "cluster-A"]
+
+(***************************************************************************)
+(* Symmetry: replicas with the same role and clusterId are interchangeable,*)
+(* and so are the client values.  The permutations are the product of the  *)
+(* three permutation groups (not their union), so that TLC identifies all  *)
+(* symmetric states.  Never used with liveness checking.                   *)
+(***************************************************************************)
+Symmetry ==
+    {p @@ q @@ r : p \in Permutations(Voters \ MisconfiguredServers),
+                   q \in Permutations(Observers \ MisconfiguredServers),
+                   r \in Permutations(Values)}
+
+\* Symmetry on the servers only (for configurations with one client value).
+ServerSymmetry ==
+    {p @@ q : p \in Permutations(Voters \ MisconfiguredServers),
+              q \in Permutations(Observers \ MisconfiguredServers)}
+
+=============================================================================

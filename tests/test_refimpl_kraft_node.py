@@ -1,0 +1,538 @@
+"""Unit tests of the KIP-595 handlers (refimpl/kraft/node.py), one or more per handling rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from refimpl.kraft.config import ConfigError, QuorumConfig, parse_voters
+from refimpl.kraft.log import LeaderChange, Record
+from refimpl.kraft.messages import (
+    BeginQuorumEpochRequest, BeginQuorumEpochResponse, EndQuorumEpochRequest,
+    EndQuorumEpochResponse, Errors, FetchRequest, FetchResponse, VoteRequest, VoteResponse,
+)
+from refimpl.kraft.node import BECOME_LEADER, CHECK_QUORUM, ELECTION, FETCH, KRaftNode
+from refimpl.kraft.state import LOG, META_PROPERTIES, QUORUM_STATE, Role, replace
+from refimpl.sim.protocol import CancelTimer, SetTimer
+
+VOTERS = ("n1", "n2", "n3")
+CFG = QuorumConfig(voters=VOTERS, retry_backoff_ms=100, retry_backoff_max_ms=1000)
+N = KRaftNode(CFG)
+
+
+def st(node="n2", **kw):
+    return replace(N.initial_state(node), **kw)
+
+
+def recs(*epochs):
+    return tuple(Record(e, value=f"v{i}") for i, e in enumerate(epochs))
+
+
+def only_send(t):
+    assert len(t.sends) == 1, t.sends
+    return t.sends[0].payload
+
+
+def timer(t, name):
+    for x in t.timers:
+        if x.name == name:
+            return x
+    return None
+
+
+def persisted(t, key):
+    vals = [p.value for p in t.persist if p.key == key]
+    return vals[-1] if vals else None
+
+
+def leader_state(node="n1", epoch=2, log=None, **kw):
+    log = recs(1, 1, 2) if log is None else log
+    s = st(node, role=Role.LEADER, epoch=epoch, leader_id=node, voted_id=node, log=log,
+           epoch_start_offset=len(log) - 1, endorsed=frozenset({node}))
+    return replace(s, **kw)
+
+
+# ---------------------------------------------------------------- configuration
+
+def test_config_from_kip_property_names():
+    cfg = QuorumConfig.from_properties({
+        "quorum.voters": "1@kafka-1:9092, 2@kafka-2:9092,3@kafka-3:9092",
+        "quorum.fetch.timeout.ms": "3000", "quorum.election.timeout.ms": "1500",
+        "quorum.election.backoff.max.ms": "800", "quorum.request.timeout.ms": "2500",
+        "quorum.retry.backoff.ms": "30", "quorum.retry.backoff.max.ms": "600"})
+    assert cfg.voters == ("1", "2", "3")
+    assert cfg.endpoints["2"] == ("kafka-2", 9092)
+    assert (cfg.fetch_timeout_ms, cfg.election_timeout_ms, cfg.election_backoff_max_ms,
+            cfg.request_timeout_ms, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) == \
+        (3000, 1500, 800, 2500, 30, 600)
+    assert cfg.majority == 2
+
+
+@pytest.mark.parametrize("bad", ["", "1@host", "x@h:p", "1@a:1,1@b:2"])
+def test_bad_voters_rejected(bad):
+    with pytest.raises(ConfigError):
+        parse_voters(bad)
+
+
+def test_unknown_property_rejected():
+    with pytest.raises(ConfigError, match="unknown quorum property"):
+        QuorumConfig.from_properties({"quorum.voters": "1@a:1", "quorum.bogus": "1"})
+
+
+# ---------------------------------------------------------------- Vote request
+
+def vote(epoch=1, cand="n1", last_epoch=0, last_offset=0, cluster=None):
+    return VoteRequest(cluster, epoch, cand, last_epoch, last_offset)
+
+
+def test_vote_granted_for_new_epoch_and_persisted_before_reply():
+    t = N.handle_message(st(), "n1", vote())
+    r = only_send(t)
+    assert r.vote_granted and r.error is Errors.NONE and r.leader_epoch == 1
+    assert t.state.role is Role.VOTED and t.state.voted_id == "n1"
+    qs = persisted(t, QUORUM_STATE)
+    assert qs.voted_id == "n1" and qs.leader_epoch == 1  # the vote is on disk with the reply
+
+
+def test_vote_rejected_on_cluster_id_mismatch():
+    t = N.handle_message(st(cluster_id="A"), "n1", vote(cluster="B"))
+    r = only_send(t)
+    assert r.error is Errors.INVALID_CLUSTER_ID and not r.vote_granted
+    assert t.state.epoch == 0 and not t.persist
+
+
+def test_null_cluster_id_skips_validation():
+    r = only_send(N.handle_message(st(cluster_id="A"), "n1", vote(cluster=None)))
+    assert r.vote_granted
+
+
+def test_vote_rejected_for_older_epoch():
+    r = only_send(N.handle_message(st(epoch=5), "n1", vote(epoch=4)))
+    assert not r.vote_granted and r.leader_epoch == 5
+
+
+def test_vote_only_for_the_same_candidate_in_an_epoch():
+    s = N.handle_message(st(), "n1", vote()).state
+    t = N.handle_message(s, "n3", vote(cand="n3"))
+    assert not only_send(t).vote_granted
+    assert only_send(N.handle_message(s, "n1", vote())).vote_granted   # re-grant same candidate
+
+
+def test_vote_rejected_when_candidate_log_is_behind_but_epoch_is_learnt():
+    s = st(log=recs(1, 2))
+    t = N.handle_message(s, "n1", vote(epoch=3, last_epoch=1, last_offset=5))
+    assert not only_send(t).vote_granted
+    assert t.state.epoch == 3 and t.state.voted_id is None
+    assert persisted(t, QUORUM_STATE).leader_epoch == 3
+
+
+def test_vote_granted_when_candidate_log_ends_in_later_epoch():
+    s = st(log=recs(1, 1, 1, 1))
+    assert only_send(N.handle_message(s, "n1", vote(epoch=3, last_epoch=2, last_offset=2))).vote_granted
+
+
+def test_vote_rejected_for_non_voter_candidate():
+    assert not only_send(N.handle_message(st(), "o1", vote(cand="o1"))).vote_granted
+
+
+def test_follower_with_known_leader_rejects_votes_in_its_epoch():
+    s = st(role=Role.FOLLOWER, epoch=2, leader_id="n1")
+    assert not only_send(N.handle_message(s, "n3", vote(epoch=2, cand="n3"))).vote_granted
+
+
+def test_observer_never_votes():
+    obs = KRaftNode(QuorumConfig(voters=VOTERS))
+    s = obs.initial_state("o1")
+    assert not only_send(obs.handle_message(s, "n1", vote())).vote_granted
+
+
+def test_vote_ignores_log_bug_grants_stale_candidate():
+    bad = KRaftNode(CFG, bug="vote-ignores-log")
+    s = st(log=recs(1, 2))
+    assert only_send(bad.handle_message(s, "n1", vote(epoch=3, last_epoch=1, last_offset=1))).vote_granted
+
+
+# ---------------------------------------------------------------- elections
+
+def test_start_election_bumps_epoch_votes_for_itself_and_persists():
+    t = N.start_election(st("n1", epoch=4))
+    assert t.state.role is Role.CANDIDATE and t.state.epoch == 5 and t.state.voted_id == "n1"
+    assert persisted(t, QUORUM_STATE).voted_id == "n1"
+    assert sorted(e.dst for e in t.sends) == ["n2", "n3"]
+    assert all(isinstance(e.payload, VoteRequest) and e.payload.candidate_epoch == 5 for e in t.sends)
+    el = timer(t, ELECTION)
+    assert isinstance(el, SetTimer) and el.jitter_ms == CFG.election_timeout_ms  # randomized
+
+
+def test_observer_never_starts_an_election():
+    assert N.start_election(N.initial_state("o1")) is None
+    assert N.handle_timer(N.initial_state("o1"), ELECTION) is None
+
+
+def test_majority_of_votes_enables_become_leader():
+    c = N.start_election(st("n1")).state
+    t = N.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 1, True))
+    assert isinstance(timer(t, BECOME_LEADER), SetTimer)
+    t2 = N.handle_timer(t.state, BECOME_LEADER)
+    s = t2.state
+    assert s.role is Role.LEADER and s.leader_id == "n1"
+    rec = s.log[-1]
+    assert rec.epoch == 1 and rec.control == LeaderChange("cluster-n1-1", "n1", ("n1", "n2"))
+    assert persisted(t2, QUORUM_STATE).leader_id == "n1"
+    assert persisted(t2, LOG) == s.log
+    assert sorted(e.dst for e in t2.sends) == ["n2", "n3"]
+    assert all(isinstance(e.payload, BeginQuorumEpochRequest) for e in t2.sends)
+    assert isinstance(timer(t2, CHECK_QUORUM), SetTimer)
+
+
+def test_become_leader_not_enabled_without_majority():
+    c = N.start_election(st("n1")).state
+    assert N.handle_timer(c, BECOME_LEADER) is None
+
+
+def test_vote_response_ignored_when_not_candidate():
+    s = st("n1", role=Role.FOLLOWER, epoch=1, leader_id="n2")
+    t = N.handle_message(s, "n3", VoteResponse(Errors.NONE, None, 1, True))
+    assert t.state is s
+
+
+def test_vote_response_with_newer_epoch_steps_down():
+    c = N.start_election(st("n1")).state
+    t = N.handle_message(c, "n2", VoteResponse(Errors.FENCED_LEADER_EPOCH, "n3", 4, False))
+    assert t.state.role is Role.FOLLOWER and t.state.leader_id == "n3" and t.state.epoch == 4
+    assert persisted(t, QUORUM_STATE).leader_id == "n3"
+
+
+def test_lost_election_backs_off_immediately():
+    # KIP-595 gridlock note: with two voters, one rejection already loses the election
+    two = KRaftNode(QuorumConfig(voters=("n1", "n2")))
+    c = two.start_election(two.initial_state("n1")).state
+    t = two.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 1, False))
+    assert t.state.backing_off
+    el = timer(t, ELECTION)
+    assert el.delay_ms == 0 and 0 < el.jitter_ms <= two.cfg.election_backoff_max_ms
+
+
+def test_candidate_election_timeout_backs_off_then_retries():
+    c = N.start_election(st("n1")).state
+    t = N.handle_timer(c, ELECTION)
+    assert t.action == "ElectionTimeout" and t.state.backing_off
+    t2 = N.handle_timer(t.state, ELECTION)
+    assert t2.state.epoch == 2 and t2.state.role is Role.CANDIDATE
+
+
+def test_single_voter_becomes_leader_and_commits_alone():
+    one = KRaftNode(QuorumConfig(voters=("n1",)))
+    t = one.start_election(one.initial_state("n1"))
+    assert isinstance(timer(t, BECOME_LEADER), SetTimer)
+    s = one.handle_timer(t.state, BECOME_LEADER).state
+    assert s.high_watermark == 1 and s.cluster_id == "cluster-n1-1"
+    s = one.client_append(s, "x").state
+    assert s.high_watermark == 2
+
+
+# ---------------------------------------------------------------- BeginQuorumEpoch
+
+def test_begin_quorum_epoch_makes_a_follower():
+    t = N.handle_message(st(epoch=1), "n1", BeginQuorumEpochRequest(None, "n1", 2))
+    assert t.state.role is Role.FOLLOWER and t.state.leader_id == "n1" and t.state.epoch == 2
+    assert persisted(t, QUORUM_STATE).leader_id == "n1"
+    assert only_send(t).error is Errors.NONE
+    assert timer(t, FETCH).delay_ms == 0
+
+
+def test_begin_quorum_epoch_conflicting_leader_rejected():
+    s = st(role=Role.FOLLOWER, epoch=5, leader_id="n1")
+    r = only_send(N.handle_message(s, "n3", BeginQuorumEpochRequest(None, "n3", 5)))
+    assert r.error is Errors.INVALID_QUORUM_STATE
+
+
+def test_begin_quorum_epoch_older_epoch_fenced():
+    r = only_send(N.handle_message(st(epoch=5), "n1", BeginQuorumEpochRequest(None, "n1", 4)))
+    assert r.error is Errors.FENCED_LEADER_EPOCH and r.leader_epoch == 5
+
+
+def test_begin_quorum_epoch_inconsistent_cluster_id_terminates():
+    t = N.handle_message(st(cluster_id="A"), "n1", BeginQuorumEpochRequest("B", "n1", 2))
+    assert t.halt and not t.sends
+
+
+def test_begin_quorum_epoch_response_records_endorsement_and_fencing():
+    s = leader_state()
+    t = N.handle_message(s, "n2", BeginQuorumEpochResponse(Errors.NONE, "n1", 2))
+    assert "n2" in t.state.endorsed
+    t = N.handle_message(s, "n2", BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, "n3", 3))
+    assert t.state.role is Role.FOLLOWER and t.state.leader_id == "n3"
+
+
+def test_leader_resends_begin_quorum_epoch_until_endorsed():
+    s = leader_state(endorsed=frozenset({"n1", "n2"}))
+    t = N.handle_timer(s, "resend")
+    assert [e.dst for e in t.sends] == ["n3"]
+    assert N.handle_timer(replace(s, endorsed=frozenset(VOTERS)), "resend") is None
+
+
+# ---------------------------------------------------------------- EndQuorumEpoch
+
+def end_req(succ, epoch=2, leader="n1"):
+    return EndQuorumEpochRequest(None, leader, leader, epoch, succ)
+
+
+def test_end_quorum_epoch_first_successor_elects_at_once():
+    s = st("n2", role=Role.FOLLOWER, epoch=2, leader_id="n1")
+    t = N.handle_message(s, "n1", end_req(("n2", "n3")))
+    assert timer(t, ELECTION) == SetTimer(ELECTION, 0)
+    assert only_send(t).error is Errors.NONE
+
+
+@pytest.mark.parametrize("pos,delay", [(1, 100), (2, 200), (3, 400)])
+def test_end_quorum_epoch_successor_backoff(pos, delay):
+    # KIP-595: MIN(retryBackoffMaxMs, retryBackoffMs * 2^(N-1)) for successor N > 0
+    voters = ("n1", "n2", "n3", "n4", "n5")
+    node = KRaftNode(QuorumConfig(voters=voters, retry_backoff_ms=100, retry_backoff_max_ms=1000))
+    succ = ("n2", "n3", "n4", "n5")
+    me = succ[pos]
+    s = replace(node.initial_state(me), role=Role.FOLLOWER, epoch=2, leader_id="n1")
+    t = node.handle_message(s, "n1", end_req(succ))
+    assert timer(t, ELECTION) == SetTimer(ELECTION, delay)
+
+
+def test_end_quorum_epoch_not_a_successor():
+    s = st("n3", role=Role.FOLLOWER, epoch=2, leader_id="n1")
+    r = only_send(N.handle_message(s, "n1", end_req(("n2",))))
+    assert r.error is Errors.INCONSISTENT_VOTER_SET
+
+
+def test_end_quorum_epoch_old_epoch_rejected():
+    s = st("n2", role=Role.FOLLOWER, epoch=3, leader_id="n3")
+    r = only_send(N.handle_message(s, "n1", end_req(("n2",), epoch=2)))
+    assert r.error is Errors.FENCED_LEADER_EPOCH
+
+
+def test_resign_sends_successors_by_replicated_offset_and_halts():
+    from kraftcheck.values import Fn
+    s = leader_state(replica_end_offsets=Fn({"n2": 1, "n3": 3}))
+    t = N.resign(s)
+    assert t.halt
+    assert {e.payload.preferred_successors for e in t.sends} == {("n3", "n2")}
+
+
+def test_end_quorum_epoch_response_with_newer_leader():
+    s = st("n1", role=Role.CANDIDATE, epoch=2, voted_id="n1")
+    t = N.handle_message(s, "n2", EndQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, "n2", 3))
+    assert t.state.role is Role.FOLLOWER and t.state.leader_id == "n2"
+
+
+# ---------------------------------------------------------------- Fetch request (leader)
+
+def fetch(offset, last_epoch, epoch=2, cluster=None):
+    return FetchRequest(cluster, "?", epoch, offset, last_epoch)
+
+
+def test_fetch_to_non_leader_returns_leader_hint():
+    s = st("n2", role=Role.FOLLOWER, epoch=2, leader_id="n1")
+    r = only_send(N.handle_message(s, "o1", fetch(0, 0)))
+    assert r.error is Errors.NOT_LEADER_FOR_PARTITION and r.leader_id == "n1"
+
+
+def test_fetch_epoch_checks():
+    s = leader_state()
+    assert only_send(N.handle_message(s, "n2", fetch(0, 0, epoch=1))).error is Errors.FENCED_LEADER_EPOCH
+    assert only_send(N.handle_message(s, "n2", fetch(0, 0, epoch=3))).error is Errors.UNKNOWN_LEADER_EPOCH
+
+
+def test_fetch_cluster_id_mismatch():
+    s = leader_state(cluster_id="A")
+    assert only_send(N.handle_message(s, "n2", fetch(0, 0, cluster="B"))).error is Errors.INVALID_CLUSTER_ID
+
+
+def test_fetch_diverging_epoch():
+    s = leader_state(log=recs(1, 1, 2, 2, 4), epoch=4)
+    r = only_send(N.handle_message(s, "n2", fetch(5, 3, epoch=4)))
+    assert r.diverging_epoch == (2, 4) and r.records == ()
+
+
+def test_fetch_returns_records_and_advances_hwm_only_with_current_epoch_record():
+    s = leader_state()  # log epochs 1,1,2; epoch 2 starts at offset 2
+    t = N.handle_message(s, "n2", fetch(2, 1))
+    # n2 has the two epoch-1 records only: majority offset 2 <= epoch start: no advance
+    assert t.state.high_watermark == 0
+    r = only_send(t)
+    assert r.records == s.log[2:] and r.high_watermark == 0
+    t = N.handle_message(t.state, "n2", fetch(3, 2))
+    assert t.state.high_watermark == 3 and only_send(t).high_watermark == 3
+
+
+def test_hwm_bug_commits_old_epoch_records():
+    bad = KRaftNode(CFG, bug="hwm-no-current-epoch-check")
+    t = bad.handle_message(leader_state(), "n2", fetch(2, 1))
+    assert t.state.high_watermark == 2
+
+
+def test_observer_fetch_does_not_advance_hwm():
+    t = N.handle_message(leader_state(), "o1", fetch(3, 2))
+    assert t.state.high_watermark == 0
+    assert t.state.replica_end_offsets["o1"] == 3
+
+
+def test_fetch_batch_size_is_bounded():
+    s = leader_state(log=recs(1, 1, 1, 1, 2))
+    assert len(only_send(N.handle_message(s, "n2", fetch(0, 0))).records) == CFG.fetch_max_records
+
+
+# ---------------------------------------------------------------- Fetch response (follower)
+
+def fresp(s, **kw):
+    from refimpl.kraft.log import last_epoch
+    base = dict(error=Errors.NONE, leader_id="n1", leader_epoch=2, high_watermark=0,
+                fetch_offset=len(s.log), last_fetched_epoch=last_epoch(s.log))
+    base.update(kw)
+    return FetchResponse(**base)
+
+
+def follower(log=(), **kw):
+    return st("n2", role=Role.FOLLOWER, epoch=2, leader_id="n1", log=log, fetch_pending=True, **kw)
+
+
+def test_fetch_response_appends_and_takes_min_hwm():
+    s = follower(recs(1))
+    t = N.handle_message(s, "n1", fresp(s, records=recs(1, 1)[1:], high_watermark=5))
+    assert len(t.state.log) == 2 and t.state.high_watermark == 2  # min(log end, leader hwm)
+    assert persisted(t, LOG) == t.state.log                       # synced with the append
+    assert timer(t, ELECTION) == SetTimer(ELECTION, CFG.fetch_timeout_ms)
+
+
+def test_follower_hwm_never_decreases():
+    s = follower(recs(1, 1), high_watermark=2)
+    t = N.handle_message(s, "n1", fresp(s, high_watermark=1))
+    assert t.state.high_watermark == 2
+
+
+def test_follower_hwm_uncapped_bug():
+    bad = KRaftNode(CFG, bug="follower-hwm-uncapped")
+    s = follower(recs(1))
+    assert bad.handle_message(s, "n1", fresp(s, high_watermark=5)).state.high_watermark == 5
+
+
+def test_fetch_response_truncates_on_diverging_epoch():
+    s = follower(recs(1, 1, 2, 3, 3))
+    t = N.handle_message(s, "n1", fresp(s, diverging_epoch=(2, 4)))
+    assert [r.epoch for r in t.state.log] == [1, 1, 2]
+    assert persisted(t, LOG) == t.state.log
+    assert timer(t, FETCH) == SetTimer(FETCH, 0)
+
+
+def test_fetch_response_invalid_cluster_id_is_fatal():
+    s = follower()
+    assert N.handle_message(s, "n1", fresp(s, error=Errors.INVALID_CLUSTER_ID)).halt
+
+
+def test_fetch_response_newer_leader_is_followed_and_persisted():
+    s = follower()
+    t = N.handle_message(s, "n1", fresp(s, error=Errors.FENCED_LEADER_EPOCH, leader_id="n3",
+                                        leader_epoch=3))
+    assert t.state.leader_id == "n3" and t.state.epoch == 3
+    assert persisted(t, QUORUM_STATE).leader_id == "n3"
+
+
+def test_stale_or_duplicate_fetch_response_ignored():
+    s = follower(recs(1, 1))
+    old = fresp(s, fetch_offset=1, last_fetched_epoch=1, records=recs(1, 9)[1:])
+    assert N.handle_message(s, "n1", old).state is s
+
+
+def test_cluster_id_cached_once_committed():
+    lc = Record(1, control=LeaderChange("C", "n1", ("n1", "n2")))
+    s = follower((lc,))
+    t = N.handle_message(s, "n1", fresp(s, high_watermark=0))
+    assert t.state.cluster_id is None
+    t = N.handle_message(replace(t.state, fetch_pending=True), "n1", fresp(s, high_watermark=1))
+    assert t.state.cluster_id == "C" and persisted(t, META_PROPERTIES) == "C"
+
+
+def test_send_fetch_uses_log_end_and_last_epoch():
+    s = replace(follower(recs(1, 2)), fetch_pending=False)
+    t = N.handle_timer(s, FETCH)
+    e = t.sends[0]
+    assert e.dst == "n1" and (e.payload.fetch_offset, e.payload.last_fetched_epoch) == (2, 2)
+    assert N.handle_timer(t.state, FETCH) is None  # one Fetch in flight at a time
+
+
+def test_observer_discovers_leader_by_asking_voters_in_turn():
+    s = N.initial_state("o1")
+    t = N.handle_timer(s, FETCH)
+    assert t.sends[0].dst == "n1"
+    r = FetchResponse(Errors.NOT_LEADER_FOR_PARTITION, "n2", 3, 0, 0, 0)
+    t2 = N.handle_message(t.state, "n1", r)
+    assert t2.state.role is Role.FOLLOWER and t2.state.leader_id == "n2"
+
+
+# ---------------------------------------------------------------- timeouts
+
+def test_follower_fetch_timeout_starts_election():
+    s = follower()
+    t = N.handle_timer(s, ELECTION)
+    assert t.state.role is Role.CANDIDATE and t.state.epoch == 3
+
+
+def test_leader_progress_timeout():
+    s = leader_state()
+    t = N.handle_timer(s, CHECK_QUORUM)
+    assert t.action == "LeaderProgressTimeout" and t.state.role is Role.CANDIDATE
+    ok = N.handle_timer(replace(s, fetched_since_check=frozenset({"n3"})), CHECK_QUORUM)
+    assert ok.action == "CheckQuorum" and ok.state.role is Role.LEADER
+    assert ok.state.fetched_since_check == frozenset()
+
+
+# ---------------------------------------------------------------- restart and persistence
+
+def _disk(t, disk=None):
+    disk = dict(disk or {})
+    for p in t.persist:
+        disk[p.key] = p.value
+    return disk
+
+
+def test_restart_keeps_vote_so_no_second_vote_in_the_epoch():
+    t = N.handle_message(st(), "n1", vote())
+    r = N.restart("n2", _disk(t))
+    assert r.state.voted_id == "n1" and r.state.epoch == 1
+    assert not only_send(N.handle_message(r.state, "n3", vote(cand="n3"))).vote_granted
+
+
+def test_double_vote_bug_forgets_the_vote():
+    bad = KRaftNode(CFG, bug="double-vote-after-restart")
+    t = bad.handle_message(st(), "n1", vote())
+    r = bad.restart("n2", _disk(t))
+    assert only_send(bad.handle_message(r.state, "n3", vote(cand="n3"))).vote_granted
+
+
+def test_restart_loses_volatile_state_keeps_log():
+    s = N.handle_message(follower(), "n1", fresp(follower(), records=recs(2), high_watermark=1))
+    r = N.restart("n2", _disk(s, {QUORUM_STATE: follower().quorum_state(VOTERS)}))
+    assert r.state.log == recs(2) and r.state.high_watermark == 0
+    assert r.state.role is Role.FOLLOWER and r.state.leader_id == "n1"
+
+
+def test_client_append_only_on_leader_and_synced():
+    assert N.client_append(follower(), "x") is None
+    t = N.client_append(leader_state(), "x")
+    assert t.state.log[-1] == Record(2, value="x") and persisted(t, LOG) == t.state.log
+
+
+# ---------------------------------------------------------------- DescribeQuorum
+
+def test_describe_quorum():
+    from kraftcheck.values import Fn
+    s = leader_state(replica_end_offsets=Fn({"n2": 2, "o1": 1}), high_watermark=2)
+    d = N.describe_quorum(s)
+    assert d.error is Errors.NONE and d.leader_id == "n1" and d.high_watermark == 2
+    assert [(r.replica_id, r.log_end_offset) for r in d.current_voters] == [("n1", 3), ("n2", 2), ("n3", -1)]
+    assert [(r.replica_id, r.log_end_offset) for r in d.observers] == [("o1", 1)]
+    nd = N.describe_quorum(follower())
+    assert nd.error is Errors.NOT_LEADER_FOR_PARTITION and nd.leader_id == "n1"
+
+
+def test_timers_cancelled_on_role_change():
+    t = N.handle_message(leader_state(), "n3", vote(epoch=9, cand="n3", last_epoch=9, last_offset=9))
+    assert isinstance(timer(t, CHECK_QUORUM), CancelTimer)
+    assert t.state.role is Role.VOTED

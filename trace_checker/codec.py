@@ -1,0 +1,99 @@
+"""States as tuples of small integers: one value table per spec variable.
+
+Every distinct value of variable `v` gets an id in `tables[v]` (keyed by
+`kraftcheck.values.canonical_json`, so two texts TLC prints differently for the same value, or
+a trace's ITF encoding of it, get the same id).  A state is the tuple of its variables' ids in
+`variables` order; two states are the same TLA+ state exactly when their tuples are equal, so
+the tuple is the index key (`kraftcheck.values.fingerprint` of the decoded state is the
+printable identity).  A partial observation is a tuple with `None` for unobserved variables.
+
+Distinct values are few compared with states (most steps change one or two variables), so a
+graph's value texts are parsed once each: `intern_texts` parses the distinct texts, in worker
+processes when there are many.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+
+from kraftcheck.tla_values import parse_value
+from kraftcheck.values import Fn, Value, canonical_json, from_itf
+
+__all__ = ["Codec", "Key", "parse_texts"]
+
+Key = tuple  # tuple[int | None, ...]
+
+_PARALLEL_MIN = 4000   # distinct texts below which a process pool costs more than it saves
+
+
+def _parse_chunk(texts: Sequence[str]) -> list[str]:
+    return [canonical_json(parse_value(t)) for t in texts]
+
+
+def parse_texts(texts: Sequence[str], jobs: int = 1) -> list[str]:
+    """canonical_json of each TLC value text (parsed with the Lark grammar)."""
+    if jobs <= 1 or len(texts) < _PARALLEL_MIN:
+        return _parse_chunk(texts)
+    n = max(1, len(texts) // (jobs * 4))
+    chunks = [texts[i:i + n] for i in range(0, len(texts), n)]
+    with ProcessPoolExecutor(jobs) as ex:
+        out: list[str] = []
+        for part in ex.map(_parse_chunk, chunks):
+            out.extend(part)
+    return out
+
+
+class Codec:
+    """Value tables for a fixed list of variables."""
+
+    def __init__(self, variables: Iterable[str], tables: Sequence[list[str]] | None = None):
+        self.variables: tuple[str, ...] = tuple(variables)
+        self.position = {v: i for i, v in enumerate(self.variables)}
+        self.texts: list[list[str]] = [list(t) for t in tables] if tables else \
+            [[] for _ in self.variables]
+        self.ids: list[dict[str, int]] = [{t: i for i, t in enumerate(tab)} for tab in self.texts]
+        self._decoded: list[dict[int, Value]] = [{} for _ in self.variables]
+
+    # ---- building ----------------------------------------------------------------------
+    def intern(self, var_index: int, cjson: str) -> int:
+        ids = self.ids[var_index]
+        i = ids.get(cjson)
+        if i is None:
+            i = ids[cjson] = len(self.texts[var_index])
+            self.texts[var_index].append(cjson)
+        return i
+
+    def intern_value(self, var: str, value: Value) -> int:
+        return self.intern(self.position[var], canonical_json(value))
+
+    def encode(self, state: Fn | dict) -> Key:
+        """The key of a complete state (adds unseen values)."""
+        return tuple(self.intern(i, canonical_json(state[v])) for i, v in enumerate(self.variables))
+
+    # ---- lookup ------------------------------------------------------------------------
+    def lookup_id(self, var_index: int, cjson: str) -> int:
+        """The id of a value, or -1 when the graph never holds it (so no state matches)."""
+        return self.ids[var_index].get(cjson, -1)
+
+    def value(self, var_index: int, vid: int) -> Value:
+        d = self._decoded[var_index]
+        v = d.get(vid)
+        if v is None:
+            v = d[vid] = from_itf(json.loads(self.texts[var_index][vid]))
+        return v
+
+    def decode(self, key: Key) -> dict[str, Value]:
+        return {v: self.value(i, k) for i, (v, k) in enumerate(zip(self.variables, key))
+                if k is not None}
+
+    def itf(self, var_index: int, vid: int):
+        return json.loads(self.texts[var_index][vid])
+
+    def to_data(self) -> dict:
+        return {"variables": list(self.variables), "tables": self.texts}
+
+    @classmethod
+    def from_data(cls, data: dict) -> "Codec":
+        return cls(data["variables"], data["tables"])

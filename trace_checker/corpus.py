@@ -1,0 +1,408 @@
+"""The corpus driver: checks many trace files, in full-graph or neighbourhood mode.
+
+Full-graph mode (`graph=CONFIG`): the graph index is built or loaded once; worker processes
+(`jobs`) each load it once and check files independently.  A trace that fails in the graph is
+not judged there: the bounded graph may lack the successor only because it lies beyond the
+model's bounds, so all such traces are re-checked together in neighbourhood mode (one TLC run
+for all of them) under the same config with the size bounds raised.  Hence a state beyond the
+bounds is never reported as a bug, and a bug is never reported as "out of bounds".
+
+Neighbourhood mode (`lazy=True`): traces are grouped by the config they refer to (the header's
+`bounds` config, else the protocol's default ci config); per group the successors of every
+distinct source state are computed in one TLC run (chunked), then each step is a lookup.
+Partial traces need the successors of states nobody observed; they are expanded in rounds, one
+TLC run per round for the whole group.
+
+One malformed file never stops the others; failing traces are copied to `out` with a
+`.diagnosis.json` next to them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from kraftcheck.output import write_atomic
+from kraftcheck.paths import CONFIG_DIR, REPO_ROOT, SPEC_DIR
+from kraftcheck.tlc.cfg import CfgError, parse_cfg
+from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, load_manifest
+from trace_checker.codec import Codec
+from trace_checker.diagnose import diagnose
+from trace_checker.fullgraph import load_graph, resolve_entry
+from trace_checker.graph import StateGraph
+from trace_checker.neighbourhood import Neighbourhood, NeighbourhoodError
+from trace_checker.observe import Observer
+from trace_checker.partial import TraceRun
+from trace_checker.tlagen import Unwritable, value_size
+from trace_checker.traces import Trace, TraceMalformed, read_trace
+from trace_checker import verdict as V
+
+__all__ = ["validate_corpus", "collect_files", "TRACE_SUFFIXES"]
+
+TRACE_SUFFIXES = (".jsonl", ".ndjson", ".trace")
+Progress = Callable[[int, int], None]
+
+
+def collect_files(paths: Iterable[str | os.PathLike]) -> list[str]:
+    """Files given, plus every *.jsonl / *.ndjson / *.trace under the folders given."""
+    out: list[str] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(str(f) for f in sorted(p.rglob("*"))
+                       if f.is_file() and f.suffix in TRACE_SUFFIXES
+                       and not f.name.endswith(".diagnosis.json"))
+        else:
+            out.append(str(p))
+    return list(dict.fromkeys(out))
+
+
+# --------------------------------------------------------------------------- full graph
+
+_G: StateGraph | None = None
+_G_NAME: str | None = None
+
+
+def _worker_init(entry: ConfigEntry) -> None:
+    global _G, _G_NAME
+    _G = load_graph(entry).graph
+    _G_NAME = entry.name
+
+
+def _check_in_graph(path: str) -> dict:
+    """Check one file against the process's graph; "recheck" when it leaves the graph."""
+    g = _G
+    assert g is not None
+    try:
+        trace = read_trace(path)
+    except TraceMalformed as e:
+        return V.malformed(path, e)
+    if set(trace.variables) != set(g.codec.variables):
+        return V.out_of_scope(trace, "graph", f"the trace's variables {sorted(trace.variables)} "
+                              f"are not the graph's {sorted(g.codec.variables)}")
+    try:
+        keys = Observer(g.codec, intern=False).keys(trace)
+    except TraceMalformed as e:
+        return V.malformed(path, e)
+    run = TraceRun(trace, keys, g)
+    outcome, k = run.advance()
+    if outcome == "valid":
+        r = V.base(trace, "valid", "graph")
+        if trace.partial:
+            r["ambiguity"] = run.ambiguity()
+        else:
+            r["_path"] = run.path
+        return r
+    r = V.base(trace, "recheck", "graph", left_graph_at_step=k)
+    return r
+
+
+# --------------------------------------------------------------------------- neighbourhood
+
+def _manifest(manifest_dir: Path | None) -> list[ConfigEntry]:
+    return load_manifest(manifest_dir or CONFIG_DIR)
+
+
+def _module_for(spec_module: str) -> Path | None:
+    for name in (f"MC{spec_module}.tla", f"{spec_module}.tla"):
+        if (SPEC_DIR / name).is_file():
+            return SPEC_DIR / name
+    return None
+
+
+def _cfg_model_values(entry: ConfigEntry) -> set[str]:
+    cfg = parse_cfg(entry.cfg_path)
+    names = set(cfg.model_values)
+
+    def walk(v):
+        if isinstance(v, str):
+            names.add(v)
+        elif isinstance(v, (tuple, frozenset)):
+            for x in v:
+                walk(x)
+    for v in cfg.constants.values():
+        walk(v)
+    return names
+
+
+def resolve_base(trace: Trace, entries: list[ConfigEntry]) -> ConfigEntry:
+    """The config a trace is checked under: its header's bounds config, else the protocol's
+    default (a ci, bfs config of the trace's spec module defining its model values)."""
+    if trace.bounds:
+        cfg = Path(trace.bounds)
+        cfg = cfg if cfg.is_absolute() else REPO_ROOT / cfg
+        if not cfg.is_file():
+            raise LookupError(f"the header's bounds config {trace.bounds} does not exist")
+        for e in entries:
+            if e.cfg_path.resolve() == cfg.resolve():
+                return e
+        module = _module_for(trace.spec_module)
+        if module is None:
+            raise LookupError(f"no module spec/MC{trace.spec_module}.tla or "
+                              f"spec/{trace.spec_module}.tla for bounds {trace.bounds}")
+        return ConfigEntry(name=cfg.stem, module=str(module), cfg=str(cfg), profile="ci",
+                           expect="ok", description="bounds of a trace header", kip="none",
+                           manifest="trace header")
+    wanted = {f"MC{trace.spec_module}", trace.spec_module}
+    fitting = [e for e in entries if e.module_path.stem in wanted and e.mode == "bfs"
+               and e.profile == "ci" and e.expect == "ok"]
+    mvs = set(trace.model_values)
+    for e in sorted(fitting, key=lambda e: ("graph" not in e.name, e.name)):
+        if mvs <= _cfg_model_values(e) | _spec_constants(e):
+            return e
+    raise LookupError(f"no ci config of {trace.spec_module} defines the trace's model values "
+                      f"{sorted(mvs)}; give the config in the header's bounds")
+
+
+def _spec_constants(e: ConfigEntry) -> set[str]:
+    """Model values may also be spec constants bound elsewhere (e.g. NoLeader <- ...)."""
+    return set(parse_cfg(e.cfg_path).substitutions)
+
+
+def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, tlc_workers: int,
+                         jobs: int, timeout: float, mode: str = "neighbourhood",
+                         extra: dict | None = None) -> tuple[list[dict], dict]:
+    """Verdicts for traces sharing a config (all with the same variables)."""
+    extra = extra or {}
+    variables = sorted(traces[0].variables)
+    codec = Codec(variables)
+    observer = Observer(codec, intern=True)
+    results: list[dict] = []
+    runs: list[tuple[Trace, list]] = []
+    for t in traces:
+        try:
+            runs.append((t, observer.keys(t)))
+        except TraceMalformed as e:
+            results.append(V.malformed(t.path, e))
+    if not runs:
+        return results, {}
+    size = max((value_size(codec.value(i, vid)) for i in range(len(variables))
+                for vid in range(len(codec.texts[i]))), default=0)
+    mvs = set().union(*(t.model_values for t, _ in runs))
+    nb = Neighbourhood(base, variables, mvs, size, chunk=chunk, workers=tlc_workers,
+                       timeout=timeout, jobs=jobs, codec=codec)
+    g = nb.graph
+    try:
+        nb.ensure_initial()
+    except NeighbourhoodError as e:
+        for t, _ in runs:
+            results.append(V.out_of_scope(t, mode, str(e), **extra.get(t.path, {})))
+        return results, _nb_stats(nb)
+    # Sources known up front: every observed complete state but the last of each trace.
+    sources = []
+    for t, keys in runs:
+        for key in keys[:-1]:
+            if None not in key:
+                sources.append(g.add_state(key))
+    nb.expand(sources)
+    pending = [TraceRun(t, keys, g) for t, keys in runs]
+    while pending:
+        need: list[int] = []
+        waiting = []
+        for run in pending:
+            outcome, arg = run.advance()
+            if outcome == "need":
+                bad = [s for s in arg if s in nb.unexpandable]
+                if bad:
+                    results.append(V.out_of_scope(
+                        run.trace, mode, f"step {run.k}: TLC cannot compute the successors of "
+                        f"the source state: {nb.unexpandable[bad[0]]}",
+                        **extra.get(run.trace.path, {})))
+                    continue
+                need.extend(arg)
+                waiting.append(run)
+            else:
+                results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {})))
+        if need:
+            nb.expand(need)
+        pending = waiting
+    return results, _nb_stats(nb)
+
+
+def _nb_stats(nb: Neighbourhood) -> dict:
+    return {"config": nb.base.name, "runs": nb.stats.runs, "failed_runs": nb.stats.failed_runs,
+            "tlc_seconds": round(nb.stats.seconds, 2), "states_expanded": nb.stats.states_expanded,
+            "graph_states": len(nb.graph), "raised_constants": nb.overrides}
+
+
+def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict) -> dict:
+    t = run.trace
+    if outcome == "valid":
+        r = V.base(t, "valid", mode, **extra)
+    elif outcome == "too_ambiguous":
+        return V.out_of_scope(t, mode, f"step {k}: more than {run.max_candidates} candidate "
+                              "states (too little is observed)", **extra)
+    else:
+        sources = run.candidates if k else []
+        r = V.base(t, "invalid", mode, failed_step=k,
+                   diagnosis=diagnose(t, run.keys, k, sources, run.graph), **extra)
+    if t.partial:
+        r["ambiguity"] = run.ambiguity()
+    return r
+
+
+def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntry | None,
+          progress: Progress | None, done0: int, total: int, extra: dict | None = None,
+          mode: str = "neighbourhood", **kw) -> tuple[list[dict], list[dict]]:
+    results: list[dict] = []
+    groups: dict[tuple, list[Trace]] = {}
+    bases: dict[tuple, ConfigEntry] = {}
+    entries = None
+    done = done0
+    for p in paths:
+        try:
+            t = read_trace(p)
+        except TraceMalformed as e:
+            results.append(V.malformed(p, e))
+            done += 1
+            if progress:
+                progress(done, total)
+            continue
+        try:
+            if base_override is not None:
+                base = base_override
+            else:
+                if entries is None:
+                    entries = _manifest(manifest_dir)
+                base = resolve_base(t, entries)
+        except (LookupError, ManifestError, CfgError) as e:
+            results.append(V.out_of_scope(t, mode, str(e)))
+            done += 1
+            if progress:
+                progress(done, total)
+            continue
+        gkey = (base.name, str(base.cfg_path), tuple(sorted(t.variables)))
+        groups.setdefault(gkey, []).append(t)
+        bases[gkey] = base
+    stats = []
+    for key, traces in groups.items():
+        base = bases[key]
+        try:
+            rs, st = _check_neighbourhood(traces, base, mode=mode, extra=extra, **kw)
+        except Unwritable as e:
+            rs, st = [V.out_of_scope(t, mode, str(e)) for t in traces], {}
+        results.extend(rs)
+        if st:
+            stats.append(st)
+        done += len(traces)
+        if progress:
+            progress(done, total)
+    return results, stats
+
+
+# --------------------------------------------------------------------------- entry point
+
+def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry | None = None,
+                    lazy: bool = False, jobs: int = 1, out: str | os.PathLike | None = None, *,
+                    manifest_dir: Path | None = None, recheck: bool = True, chunk: int = 4000,
+                    tlc_workers: int = 1, timeout: float = 1800,
+                    progress: Progress | None = None) -> dict:
+    """Check every trace file under `paths`; returns the corpus summary (JSON-able dict).
+
+    graph: a no-symmetry bfs config (manifest name or ConfigEntry) for full-graph mode;
+    otherwise neighbourhood mode (`lazy`).  jobs: worker processes (full-graph mode) and
+    dump-parsing processes.  out: folder where failing traces and their diagnoses are kept.
+    """
+    if graph is not None and lazy:
+        raise ValueError("choose one of graph=CONFIG and lazy=True")
+    t0 = time.monotonic()
+    files = collect_files(paths)
+    total = len(files)
+    kw = dict(chunk=chunk, tlc_workers=tlc_workers, jobs=max(1, jobs), timeout=timeout)
+    summary: dict = {"mode": "graph" if graph is not None else "neighbourhood"}
+    nb_stats: list[dict] = []
+    visited: list[list[int]] = []
+    if graph is not None:
+        entry = resolve_entry(graph, manifest_dir)
+        gl = load_graph(entry, jobs=max(1, jobs))
+        g = gl.graph
+        summary["graph"] = {"config": entry.name, "states": len(g), "edges": g.edge_count,
+                            "cached": gl.cached, "load_seconds": round(gl.seconds, 3),
+                            "tlc_seconds": round(gl.tlc_seconds, 2),
+                            "parse_seconds": round(gl.parse_seconds, 3)}
+        global _G, _G_NAME
+        t1 = time.monotonic()
+        if jobs > 1 and len(files) > 1:
+            results = []
+            with ProcessPoolExecutor(jobs, initializer=_worker_init, initargs=(entry,)) as ex:
+                for i, r in enumerate(ex.map(_check_in_graph, files, chunksize=max(1, len(files) // (jobs * 8)))):
+                    results.append(r)
+                    if progress:
+                        progress(i + 1, total)
+        else:
+            _G, _G_NAME = g, entry.name
+            results = []
+            for i, f in enumerate(files):
+                results.append(_check_in_graph(f))
+                if progress:
+                    progress(i + 1, total)
+        summary["lookup_seconds"] = round(time.monotonic() - t1, 3)
+        for r in results:
+            p = r.pop("_path", None)
+            if p:
+                visited.append(p)
+        again = [r for r in results if r["verdict"] == "recheck"]
+        if again:
+            results = [r for r in results if r["verdict"] != "recheck"]
+            if recheck:
+                extra = {r["file"]: {"rechecked": True, "left_graph_at_step": r["left_graph_at_step"]}
+                         for r in again}
+                rs, nb_stats = _lazy([r["file"] for r in again], manifest_dir, entry, None, 0,
+                                     len(again), extra=extra, mode="graph+neighbourhood", **kw)
+                results.extend(rs)
+            else:
+                for r in again:
+                    r["verdict"] = "out_of_scope"
+                    r["reason"] = (f"left the graph at step {r['left_graph_at_step']} and "
+                                   "re-checking is off")
+                    results.append(r)
+        if visited:
+            states = {s for p in visited for s in p}
+            edges = set()
+            for p in visited:
+                for a, b in zip(p, p[1:]):
+                    for aid, d in g.succ[a]:
+                        if d == b:
+                            edges.add((a, g.actions[aid], b))
+            summary["coverage"] = g.coverage(states, edges)
+    else:
+        results, nb_stats = _lazy(files, manifest_dir, None, progress, 0, total, **kw)
+    order = {f: i for i, f in enumerate(files)}
+    results.sort(key=lambda r: order.get(r["file"], len(order)))
+    counts = V.count(results)
+    steps = sum(r.get("steps", 0) for r in results)
+    seconds = time.monotonic() - t0
+    summary.update({
+        "traces": total, "counts": counts, "steps": steps, "seconds": round(seconds, 3),
+        "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
+        "ok": counts["invalid"] == 0 and counts["malformed"] == 0,
+        "neighbourhood": nb_stats, "results": results})
+    if out is not None:
+        _keep_failures(Path(out), results, summary)
+    return summary
+
+
+def _keep_failures(out: Path, results: list[dict], summary: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    used: set[str] = set()
+    for r in results:
+        if r["verdict"] == "valid":
+            continue
+        src = Path(r["file"])
+        name = src.name
+        n = 1
+        while name in used:
+            n += 1
+            name = f"{src.stem}.{n}{src.suffix}"
+        used.add(name)
+        if src.is_file():
+            shutil.copyfile(src, out / (name + ".tmp-copy"))
+            os.replace(out / (name + ".tmp-copy"), out / name)
+        write_atomic(out / f"{name}.diagnosis.json", json.dumps(r, indent=2, default=str) + "\n")
+        r["kept_as"] = str(out / name)
+    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")

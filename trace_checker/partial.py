@@ -1,0 +1,113 @@
+"""Stepping a trace through a state graph, tracking the set of candidate spec states.
+
+With complete observations the candidate set is the single observed state and each step is one
+dictionary lookup plus a scan of the source's successor list.  With partial observations (a
+step omits variables) the candidates are every spec state consistent with everything observed
+so far: step 0 keeps the initial states that agree with the observed variables; step k keeps the
+successors, by an edge labelled with the claimed action, of step k-1's candidates that agree
+with step k's observed variables.  The trace is valid when the set never becomes empty.
+
+A run is resumable: in neighbourhood mode `advance` stops with ("need", states) when a candidate
+has not been expanded yet, and the driver asks TLC for those successors and calls it again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trace_checker.codec import Key
+from trace_checker.graph import StateGraph
+from trace_checker.traces import Trace
+
+__all__ = ["TraceRun", "observed_positions", "matches"]
+
+
+def observed_positions(key: Key) -> list[tuple[int, int]]:
+    return [(i, v) for i, v in enumerate(key) if v is not None]
+
+
+def matches(state: Key, obs: list[tuple[int, int]]) -> bool:
+    for i, v in obs:
+        if state[i] != v:
+            return False
+    return True
+
+
+@dataclass
+class TraceRun:
+    trace: Trace
+    keys: list[Key]
+    graph: StateGraph
+    max_candidates: int = 100_000
+    k: int = 0
+    candidates: list[int] = field(default_factory=list)
+    max_seen: int = 0
+    ambiguous_steps: int = 0
+    path: list[int] = field(default_factory=list)     # matched states (complete observation)
+
+    def advance(self) -> tuple[str, object]:
+        """("valid", None) | ("fail", k) | ("need", [states]) | ("too_ambiguous", k)."""
+        g = self.graph
+        keys, steps = self.keys, self.trace.steps
+        if self.k == 0:
+            obs = observed_positions(keys[0])
+            if any(v < 0 for _, v in obs):
+                return "fail", 0
+            cands = [s for s in g.initial if matches(g.states[s], obs)]
+            if not cands:
+                return "fail", 0
+            self._take(cands)
+        index, succ, states, expanded = g.index, g.succ, g.states, g.expanded
+        complete = g.complete
+        n = len(keys)
+        while self.k < n:
+            cands = self.candidates
+            if not complete:
+                need = [c for c in cands if c not in expanded]
+                if need:
+                    return "need", need
+            aid = g.action_ids.get(steps[self.k].action)
+            key = keys[self.k]
+            if aid is None:
+                return "fail", self.k
+            if None not in key:
+                t = index.get(key)
+                if t is None:
+                    return "fail", self.k
+                e = (aid, t)
+                for c in cands:
+                    if e in succ[c]:
+                        break
+                else:
+                    return "fail", self.k
+                new = [t]
+            else:
+                obs = observed_positions(key)
+                if any(v < 0 for _, v in obs):
+                    return "fail", self.k
+                seen: dict[int, None] = {}
+                for c in cands:
+                    for a, d in succ[c]:
+                        if a == aid and d not in seen and matches(states[d], obs):
+                            seen[d] = None
+                new = list(seen)
+                if not new:
+                    return "fail", self.k
+            if len(new) > self.max_candidates:
+                return "too_ambiguous", self.k
+            self._take(new)
+        return "valid", None
+
+    def _take(self, cands: list[int]) -> None:
+        self.candidates = cands
+        if len(cands) > 1:
+            self.ambiguous_steps += 1
+        if len(cands) > self.max_seen:
+            self.max_seen = len(cands)
+        if len(cands) == 1:
+            self.path.append(cands[0])
+        self.k += 1
+
+    def ambiguity(self) -> dict:
+        return {"max_candidates": self.max_seen, "final_candidates": len(self.candidates),
+                "ambiguous_steps": self.ambiguous_steps}

@@ -1,0 +1,152 @@
+"""Writing trace values into generated TLA+ modules and TLC configs, safely.
+
+Values come from trace files, so nothing of theirs reaches TLA+ text except through
+`kraftcheck.values.to_tla`, which escapes strings and raises on anything it cannot write.
+Model values are the one exception to "strings become string literals": their names come from
+the TLC config and the trace header and must be TLA+ identifiers.  A generated module cannot
+name a model value directly (TLC binds model values only in the config), so each model value
+`m` used by the module is declared as a constant `TC_mv_m` and bound in the config as
+`TC_mv_m = m`; TLC identifies model values by name, so it is the same value the spec's own
+constants hold.
+
+TLC's integers are 32-bit: a larger integer cannot be a value of any state TLC explores, so it
+is rejected here (the trace is then out of the model's scope, not a counterexample).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from kraftcheck.tlc.cfg import TLCConfig
+from kraftcheck.values import Fn, Value, ValueError_, is_identifier, to_tla
+
+__all__ = ["MV_PREFIX", "Unwritable", "ModelValues", "cfg_constants", "value_size",
+           "check_tlc_ints"]
+
+MV_PREFIX = "TC_mv_"
+TLC_INT_MIN, TLC_INT_MAX = -(2**31), 2**31 - 1
+
+
+class Unwritable(ValueError):
+    """A value that cannot be written into a generated module (the message says why)."""
+
+
+def check_tlc_ints(v: Value, where: str = "value") -> None:
+    t = type(v)
+    if t is int:
+        if not TLC_INT_MIN <= v <= TLC_INT_MAX:
+            raise Unwritable(f"{where}: integer {v} is outside TLC's 32-bit range")
+    elif t is tuple or t is frozenset:
+        for x in v:
+            check_tlc_ints(x, where)
+    elif t is Fn:
+        for k, x in v.items():
+            check_tlc_ints(k, where)
+            check_tlc_ints(x, where)
+
+
+def value_size(v: Value) -> int:
+    """The largest integer, sequence length, set size or domain size inside a value."""
+    t = type(v)
+    if t is bool or t is str:
+        return 0
+    if t is int:
+        return abs(v)
+    if t is tuple or t is frozenset:
+        return max([len(v)] + [value_size(x) for x in v])
+    if t is Fn:
+        return max([len(v)] + [max(value_size(k), value_size(x)) for k, x in v.items()])
+    return 0
+
+
+class ModelValues:
+    """The model values a generated module may use, renamed to TC_mv_* constants."""
+
+    def __init__(self, names: Iterable[str]):
+        names = set(names)
+        for n in names:
+            if type(n) is not str or not is_identifier(n):
+                raise Unwritable(f"model value {n!r} is not a TLA+ identifier")
+        self.names = frozenset(names)
+        self.renamed = {n: MV_PREFIX + n for n in self.names}
+        self.used: set[str] = set()
+        self._targets = frozenset(self.renamed.values())
+
+    def _rename(self, v: Value) -> Value:
+        t = type(v)
+        if t is str:
+            r = self.renamed.get(v)
+            if r is not None:
+                self.used.add(v)
+                return r
+            return v
+        if t is tuple:
+            return tuple(self._rename(x) for x in v)
+        if t is frozenset:
+            return frozenset(self._rename(x) for x in v)
+        if t is Fn:
+            return Fn((self._rename(k), self._rename(x)) for k, x in v.items())
+        return v
+
+    def tla(self, v: Value, where: str = "value") -> str:
+        """TLA+ text of a trace value (model values as TC_mv_* constants)."""
+        check_tlc_ints(v, where)
+        try:
+            return to_tla(self._rename(v), self._targets)
+        except ValueError_ as e:
+            raise Unwritable(f"{where}: {e}") from None
+
+    def declarations(self) -> str:
+        if not self.used:
+            return ""
+        return "CONSTANTS " + ", ".join(sorted(self.renamed[n] for n in self.used)) + "\n"
+
+    def bindings(self) -> list[str]:
+        return [f"{self.renamed[n]} = {n}" for n in sorted(self.used)]
+
+
+def cfg_constants(cfg: TLCConfig, overrides: Mapping[str, Value] | None = None) -> list[str]:
+    """The CONSTANT lines of a config, with `overrides` applied, as TLC config text."""
+    overrides = dict(overrides or {})
+    lines = []
+    for name, value in cfg.constants.items():
+        if name in cfg.model_values:
+            lines.append(f"{name} = {name}")
+            continue
+        value = overrides.get(name, value)
+        try:
+            lines.append(f"{name} = {to_tla(value, cfg.model_values | _model_values_in(value, cfg))}")
+        except ValueError_ as e:
+            raise Unwritable(f"{cfg.path}: constant {name}: {e}") from None
+    for name, op in cfg.substitutions.items():
+        if not is_identifier(name) or not is_identifier(op):
+            raise Unwritable(f"{cfg.path}: substitution {name} <- {op} is not two identifiers")
+        lines.append(f"{name} <- {op}")
+    return lines
+
+
+def _model_values_in(value: Value, cfg: TLCConfig) -> set[str]:
+    """Strings in a config constant are model values unless written as string literals; the
+    config parser keeps only bare names, which are identifiers (so model values)."""
+    out: set[str] = set()
+
+    def walk(v: Value) -> None:
+        t = type(v)
+        if t is str:
+            if is_identifier(v):
+                out.add(v)
+        elif t is tuple or t is frozenset:
+            for x in v:
+                walk(x)
+        elif t is Fn:
+            for k, x in v.items():
+                walk(k)
+                walk(x)
+
+    walk(value)
+    return out
+
+
+def state_tuple(mv: ModelValues, state: Mapping[str, Value], variables: Sequence[str],
+                where: str) -> str:
+    return "<<" + ", ".join(mv.tla(state[v], f"{where}.{v}") for v in variables) + ">>"

@@ -1,0 +1,214 @@
+"""Reading trace files (schema kraftcheck-trace/1, docs/trace-format.md) defensively.
+
+Anything wrong raises `TraceMalformed` naming the file, the line and the field; the caller turns
+it into a `malformed` verdict for that file and goes on with the others.  States are not decoded
+here: each step keeps its `state` object (variable -> ITF JSON) and the checker decodes each
+distinct value once (see observe.py).  A step whose `state` omits variables is a partial
+observation; variables not declared in the header are an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kraftcheck.values import is_identifier
+
+__all__ = ["TraceMalformed", "Step", "Trace", "read_trace", "SCHEMA", "MAX_LINE"]
+
+SCHEMA = "kraftcheck-trace/1"
+MAX_LINE = 64 * 1024 * 1024     # a longer line is refused, not read into memory whole
+
+
+class TraceMalformed(ValueError):
+    def __init__(self, path: str, line: int | None, field_: str | None, message: str):
+        where = path + (f":{line}" if line is not None else "")
+        super().__init__(f"{where}: {field_ + ': ' if field_ else ''}{message}")
+        self.path, self.line, self.field, self.message = path, line, field_, message
+
+    def to_json(self) -> dict:
+        return {"file": self.path, "line": self.line, "field": self.field, "message": self.message}
+
+
+@dataclass
+class Step:
+    line: int
+    index: int
+    action: str
+    params: Any
+    state: dict[str, Any]            # variable -> ITF JSON (raw)
+    time_ms: int | None = None
+
+
+@dataclass
+class Trace:
+    path: str
+    trace_id: str
+    protocol: str
+    spec_module: str
+    variables: tuple[str, ...]
+    model_values: tuple[str, ...]
+    bounds: str | None
+    bug: str | None
+    seed: Any
+    steps: list[Step] = field(default_factory=list)
+    footer: dict | None = None
+    header: dict = field(default_factory=dict)
+
+    @property
+    def partial(self) -> bool:
+        n = len(self.variables)
+        return any(len(s.state) != n for s in self.steps)
+
+
+def _need(obj: dict, key: str, typ, path: str, line: int, optional: bool = False):
+    if key not in obj:
+        if optional:
+            return None
+        raise TraceMalformed(path, line, key, "missing")
+    v = obj[key]
+    if optional and v is None:
+        return None
+    if typ is int:
+        ok = type(v) is int
+    else:
+        ok = isinstance(v, typ)
+    if not ok:
+        name = typ.__name__ if isinstance(typ, type) else "/".join(t.__name__ for t in typ)
+        raise TraceMalformed(path, line, key, f"expected {name}, got {type(v).__name__} "
+                             f"{_short(v)}")
+    return v
+
+
+def _short(v: Any) -> str:
+    s = json.dumps(v) if not isinstance(v, str) else repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _json_line(raw: str, path: str, lineno: int) -> dict:
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise TraceMalformed(path, lineno, None, f"not JSON ({e.msg} at column {e.colno}); "
+                             "truncated line?") from None
+    except RecursionError:
+        raise TraceMalformed(path, lineno, None, "JSON nested too deeply") from None
+    if not isinstance(obj, dict):
+        raise TraceMalformed(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
+    return obj
+
+
+def _header(obj: dict, path: str, line: int) -> dict:
+    if obj.get("kind", "header") != "header":
+        raise TraceMalformed(path, line, "kind", f"the first line must be the header, got "
+                             f"{_short(obj.get('kind'))}")
+    schema = _need(obj, "schema", str, path, line)
+    if schema != SCHEMA:
+        raise TraceMalformed(path, line, "schema", f"unsupported schema {schema!r} "
+                             f"(expected {SCHEMA!r})")
+    h = {k: _need(obj, k, str, path, line) for k in ("trace_id", "protocol", "spec_module")}
+    variables = _need(obj, "variables", list, path, line)
+    if not variables or not all(isinstance(v, str) and is_identifier(v) for v in variables):
+        raise TraceMalformed(path, line, "variables", "expected a non-empty list of identifiers")
+    if len(set(variables)) != len(variables):
+        raise TraceMalformed(path, line, "variables", "a variable is listed twice")
+    mvs = _need(obj, "model_values", list, path, line)
+    for m in mvs:
+        if not isinstance(m, str) or not is_identifier(m):
+            raise TraceMalformed(path, line, "model_values",
+                                 f"{_short(m)} is not a TLA+ identifier")
+    h["variables"] = tuple(variables)
+    h["model_values"] = tuple(mvs)
+    h["bounds"] = _bounds(obj, path, line)
+    h["bug"] = _need(obj, "bug", str, path, line, optional=True)
+    h["seed"] = obj.get("seed")
+    return h
+
+
+def _bounds(obj: dict, path: str, line: int) -> str | None:
+    """The bounds config file: null, a path, or {"file": path, "constants": {...}}."""
+    b = _need(obj, "bounds", (str, dict), path, line, optional=True)
+    if isinstance(b, dict):
+        f = b.get("file")
+        if f is not None and not isinstance(f, str):
+            raise TraceMalformed(path, line, "bounds.file", f"expected a path, got {_short(f)}")
+        return f
+    return b
+
+
+def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
+    if obj.get("kind", "step") != "step":
+        raise TraceMalformed(path, line, "kind", f"expected a step, got {_short(obj.get('kind'))}")
+    tid = obj.get("trace_id", h["trace_id"])
+    if tid != h["trace_id"]:
+        raise TraceMalformed(path, line, "trace_id", f"{_short(tid)} differs from the header's "
+                             f"{h['trace_id']!r}")
+    idx = _need(obj, "step", int, path, line)
+    if idx != expected:
+        raise TraceMalformed(path, line, "step", f"step {idx} out of order, expected {expected}")
+    action = _need(obj, "action", str, path, line)
+    if not is_identifier(action) and action != "Init":
+        raise TraceMalformed(path, line, "action", f"{_short(action)} is not an action name")
+    if expected == 0 and action != "Init":
+        raise TraceMalformed(path, line, "action", f"step 0 must be Init, got {action!r}")
+    state = _need(obj, "state", dict, path, line)
+    known = h["variables"]
+    for v in state:
+        if v not in known:
+            raise TraceMalformed(path, line, f"state.{v}", "not a variable of the header")
+    t = obj.get("time_ms")
+    return Step(line, idx, action, obj.get("params"), state, t if type(t) is int else None)
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Parse a trace file; raises TraceMalformed (file, line, field) on the first problem."""
+    p = str(path)
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise TraceMalformed(p, None, None, f"cannot read: {e.strerror or e}") from None
+    h: dict | None = None
+    steps: list[Step] = []
+    footer = None
+    lineno = 0
+    with f:
+        while True:
+            rawb = f.readline(MAX_LINE + 1)
+            if not rawb:
+                break
+            lineno += 1
+            if len(rawb) > MAX_LINE:
+                raise TraceMalformed(p, lineno, None, f"line longer than {MAX_LINE} bytes")
+            try:
+                raw = rawb.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise TraceMalformed(p, lineno, None, f"not UTF-8 (byte {e.start})") from None
+            if not raw.strip():
+                continue
+            obj = _json_line(raw, p, lineno)
+            if footer is not None:
+                raise TraceMalformed(p, lineno, None, "content after the footer")
+            if h is None:
+                h = _header(obj, p, lineno)
+                header_obj = obj
+                continue
+            if obj.get("kind") == "footer":
+                footer = obj
+                n = obj.get("steps")
+                if type(n) is int and n != len(steps) - 1:
+                    raise TraceMalformed(p, lineno, "steps", f"footer says {n} steps, the trace "
+                                         f"has {len(steps) - 1} after Init")
+                continue
+            steps.append(_step(obj, h, len(steps), p, lineno))
+    if h is None:
+        raise TraceMalformed(p, None, "header", "empty file: no header")
+    if not steps:
+        raise TraceMalformed(p, lineno, "step", "no steps (step 0, Init, is required)")
+    if footer is None:
+        raise TraceMalformed(p, lineno, "footer", "missing: the trace is truncated")
+    return Trace(path=p, trace_id=h["trace_id"], protocol=h["protocol"],
+                 spec_module=h["spec_module"], variables=h["variables"],
+                 model_values=h["model_values"], bounds=h["bounds"], bug=h["bug"],
+                 seed=h["seed"], steps=steps, footer=footer, header=header_obj)
