@@ -47,8 +47,8 @@ TRACES_PER_FILE = 500
 class _Walk:
     """A random walk over KRaft-shaped states; state JSON texts are memoised."""
 
-    ACTIONS = ("RequestVote", "HandleVoteRequest", "BecomeLeader", "ClientRequest",
-               "HandleFetchRequest", "HandleFetchResponse", "Restart", "SendFetchRequest")
+    ACTIONS = ("Timeout", "ReceiveVoteRequest", "ReceiveVoteResponse", "ClientRequest",
+               "ReceiveFetchRequest", "ReceiveFetchResponse", "Restart", "SendFetchRequest")
 
     def __init__(self, rng: random.Random):
         self.rng = rng
@@ -63,8 +63,8 @@ class _Walk:
             logs = f(["[" + ",".join(f'{{"epoch":{min(e, 1 + i // 2)},"value":"v{i}"}}'
                                      for i in range(n)) + "]" for n, e in zip(lens, epochs)])
             t = ('{"currentEpoch":' + f(epochs) + ',"highWatermark":' + f(hwms)
-                 + ',"leader":' + q(leader) + ',"log":' + logs + ',"role":' + q(roles)
-                 + ',"votedFor":' + q(leader) + "}")
+                 + ',"leaderId":' + q(leader) + ',"log":' + logs + ',"role":' + q(roles)
+                 + ',"votedId":' + q(leader) + "}")
             self.memo[s] = t
         return t
 
@@ -77,16 +77,16 @@ class _Walk:
             i = rng.randrange(3)
             a = rng.choice(self.ACTIONS)
             lead = next((k for k in range(3) if roles[k] == "Leader"), None)
-            if a == "RequestVote" and lead is None and epochs[i] < 6:
+            if a == "Timeout" and lead is None and epochs[i] < 6:
                 roles[i], epochs[i] = "Candidate", epochs[i] + 1
-            elif a == "BecomeLeader" and roles[i] == "Candidate":
+            elif a == "ReceiveVoteResponse" and roles[i] == "Candidate":
                 roles[i] = "Leader"
                 leader = [NODES[i]] * 3
             elif a == "ClientRequest" and lead is not None and lens[lead] < 4:
                 lens[lead] += 1
-            elif a == "HandleFetchResponse" and lead is not None and lens[i] < lens[lead]:
+            elif a == "ReceiveFetchResponse" and lead is not None and lens[i] < lens[lead]:
                 lens[i] += 1
-            elif a == "HandleFetchRequest" and lead is not None:
+            elif a == "ReceiveFetchRequest" and lead is not None:
                 hwms[lead] = min(lens[lead], sorted(lens)[1])
             elif a == "Restart":
                 roles[i], hwms[i] = "Unattached", 0
@@ -106,7 +106,7 @@ def generate(n_events: int, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(n_events)
     walk = _Walk(rng)
-    variables = json.dumps(["currentEpoch", "highWatermark", "leader", "log", "role", "votedFor"])
+    variables = json.dumps(["currentEpoch", "highWatermark", "leaderId", "log", "role", "votedId"])
     n_traces = max(1, n_events // STEPS_PER_TRACE)
     t = 0
     for start in range(0, n_traces, TRACES_PER_FILE):
@@ -129,8 +129,10 @@ def generate(n_events: int, folder: Path) -> Path:
                              + ',"state":' + walk.text(s) + ',"step":' + str(i)
                              + ',"time_ms":' + str(time_ms) + ',"trace_id":' + tj + "}")
                 time_ms += 1 + (i * 7919 + k) % 40
-            lines.append('{"end_reason":"max_steps","invariants":{},"kind":"footer","steps":'
-                         + str(len(steps) - 1) + ',"trace_id":' + tj + ',"violations":[]}')
+            n = str(len(steps) - 1)
+            lines.append('{"actions":' + n + ',"end_reason":"max_steps","invariants":{},'
+                         '"kind":"footer","steps":' + n + ',"trace_id":' + tj
+                         + ',"violations":[]}')
         (folder / f"part-{t:05d}.jsonl").write_text("\n".join(lines) + "\n")
         t += 1
     done.write_text(str(n_events))
@@ -165,14 +167,23 @@ def _tree_rss_kib(root: int) -> int:
 
 
 class PeakSampler:
-    def __init__(self, period: float = 0.2):
-        self.period, self.peak = period, 0
+    """Samples the process tree's RSS; with `log_every` it also prints the running peak to
+    stderr (a long run then leaves evidence even if it is stopped)."""
+
+    def __init__(self, period: float = 0.2, log_every: float = 0):
+        self.period, self.peak, self.log_every = period, 0, log_every
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
     def _run(self):
+        t0 = last = time.monotonic()
         while not self._stop.is_set():
             self.peak = max(self.peak, _tree_rss_kib(os.getpid()))
+            now = time.monotonic()
+            if self.log_every and now - last >= self.log_every:
+                last = now
+                print(f"[bench] {now - t0:7.0f} s  peak RSS so far {self.peak // 1024} MiB",
+                      file=sys.stderr, flush=True)
             self._stop.wait(self.period)
 
     def __enter__(self):
@@ -189,7 +200,7 @@ def bench_spark(corpus: Path, out: Path) -> dict:
     from spark_trace_analysis.session import get_session, stop_session
     stop_session()
     get_session("local[2]", driver_memory="2g")
-    with PeakSampler() as ps:
+    with PeakSampler(log_every=60) as ps:
         t0 = time.monotonic()
         s = run_stats([str(corpus)], out, master="local[2]")
         wall = time.monotonic() - t0
@@ -270,7 +281,9 @@ def main(argv=None) -> int:
                           and b["distinct_states"] == s["distinct_states"])
             r["speedup"] = round(b["wall_s"] / s["wall_s"], 2)
         results.append(r)
-        if not a.json:
+        if a.json:  # one line per size as soon as it is measured (long runs)
+            print(json.dumps(r), file=sys.stderr, flush=True)
+        else:
             _print(r)
     if a.json:
         print(json.dumps({"cores": os.cpu_count(), "master": "local[2]", "results": results},

@@ -40,7 +40,7 @@ from kraftcheck.tlc.runner import run_config  # noqa: E402
 from kraftcheck.values import from_itf  # noqa: E402
 from trace_checker.cache import cache_dir  # noqa: E402
 from trace_checker.corpus import _cfg_model_values, collect_files, validate_corpus  # noqa: E402
-from trace_checker.dot import read_dump  # noqa: E402
+from trace_checker.dot import read_dump, unescape_label  # noqa: E402
 from trace_checker.fullgraph import graph_key, load_graph, resolve_entry  # noqa: E402
 from trace_checker.graph import StateGraph  # noqa: E402
 from trace_checker.neighbourhood import raised_constants  # noqa: E402
@@ -64,12 +64,12 @@ def bench_parse(entry: ConfigEntry, jobs: int) -> dict:
         gl = load_graph(entry, jobs=jobs, rebuild=True)
         dump = Path(gl.graph.meta["dump"])
     t0 = time.perf_counter()
-    raw = read_dump(dump)
+    raw = read_dump(dump, unescape=False)
     t1 = time.perf_counter()
     g = StateGraph.from_dump(raw, jobs=jobs)
     t2 = time.perf_counter()
     n = len(g)
-    labels = list(raw.labels.values())
+    labels = [unescape_label(x) for x in raw.labels.values()]
     sample = labels[: min(len(labels), 3000)]
     parse_state(sample[0])           # build the Lark parser outside the timing
     t3 = time.perf_counter()
@@ -170,7 +170,7 @@ def baseline_one(path: Path, entry: ConfigEntry, size: int, timeout: float) -> t
             f"TC_Next == tc_i < Len(TC_T) /\\ {nxt} /\\ {eq2} /\\ tc_i' = tc_i + 1\n"
             f"TC_NotMatched == tc_i < Len(TC_T)\n====\n")
     consts = cfg_constants(cfg, raised_constants(cfg, size)) + mv.bindings()
-    cfg_text = (f"INIT TC_Init\nNEXT TC_Next\nCONSTANTS\n" + "".join(f"  {c}\n" for c in consts)
+    cfg_text = ("INIT TC_Init\nNEXT TC_Next\nCONSTANTS\n" + "".join(f"  {c}\n" for c in consts)
                 + "INVARIANT TC_NotMatched\n")
     folder = cache_dir("baseline") / name
     folder.mkdir(parents=True)
@@ -185,6 +185,8 @@ def baseline_one(path: Path, entry: ConfigEntry, size: int, timeout: float) -> t
     r = run_config(e, timeout=timeout)
     dt = time.perf_counter() - t0
     shutil.rmtree(folder, ignore_errors=True)
+    if r.log:
+        shutil.rmtree(Path(r.log).parent, ignore_errors=True)
     return r.status == "violation" and r.violated == "TC_NotMatched", dt
 
 
@@ -198,7 +200,10 @@ def bench_baseline(files: list[Path], entry: ConfigEntry, timeout: float) -> dic
     valid = 0
     t0 = time.perf_counter()
     for f in files:
-        ok, _ = baseline_one(f, entry, size, timeout)
+        # like the checker's two phases: the config's own bounds first, raised only if needed
+        ok, _ = baseline_one(f, entry, -1, timeout)
+        if not ok:
+            ok, _ = baseline_one(f, entry, size, timeout)
         valid += ok
         steps += len(read_trace(f).steps)
     dt = time.perf_counter() - t0
@@ -208,14 +213,13 @@ def bench_baseline(files: list[Path], entry: ConfigEntry, timeout: float) -> dic
 
 # --------------------------------------------------------------------------- detection
 
-def bench_detect(graph: str | None, max_seeds: int, correct: int, steps: int, block: int,
-                 jobs: int) -> dict:
+def bench_detect(bounds: dict[str, str | None], max_seeds: int, correct: int, steps: int,
+                 block: int, jobs: int, faults: str = "chaos") -> dict:
     from refimpl.bugs import BUGS
     from refimpl.sim.runner import RunSpec, run_seeds
-    from trace_checker.fullgraph import load_graph as lg
     rows = []
     for name, bug in sorted(BUGS.items()):
-        bounds = _ci_bounds(bug.protocol)
+        b = bounds.get(bug.protocol) or _ci_bounds(bug.protocol)
         found = None
         checked = 0
         t0 = time.perf_counter()
@@ -223,7 +227,7 @@ def bench_detect(graph: str | None, max_seeds: int, correct: int, steps: int, bl
             seeds = list(range(start, min(max_seeds, start + block)))
             with tempfile.TemporaryDirectory() as d:
                 try:
-                    run_seeds(RunSpec(bug.protocol, seeds, "chaos", steps, bounds, name), Path(d))
+                    run_seeds(RunSpec(bug.protocol, seeds, faults, steps, b, name), Path(d))
                 except Exception as e:  # a refimpl that cannot run this bug: say so
                     rows.append({"bug": name, "protocol": bug.protocol, "error": str(e)})
                     found = "error"
@@ -235,22 +239,28 @@ def bench_detect(graph: str | None, max_seeds: int, correct: int, steps: int, bl
                     found = bad[0]
                     break
         if found != "error":
-            rows.append({"bug": name, "protocol": bug.protocol, "flagged_at_seed": found,
-                         "seeds_checked": checked, "seconds": round(time.perf_counter() - t0, 1)})
+            rows.append({"bug": name, "protocol": bug.protocol, "bounds": b,
+                         "flagged_at_seed": found, "seeds_checked": checked,
+                         "seconds": round(time.perf_counter() - t0, 1)})
+        print(f"detect: {rows[-1]}", file=sys.stderr, flush=True)
     alarms = {}
     for protocol in sorted({b.protocol for b in BUGS.values()}):
-        bounds = _ci_bounds(protocol)
-        invalid = total = 0
+        b = bounds.get(protocol) or _ci_bounds(protocol)
+        invalid = total = other = steps_done = 0
         t0 = time.perf_counter()
         for start in range(0, correct, block * 4):
             seeds = list(range(10_000 + start, 10_000 + min(correct, start + block * 4)))
             with tempfile.TemporaryDirectory() as d:
-                run_seeds(RunSpec(protocol, seeds, "chaos", steps, bounds, None), Path(d))
+                run_seeds(RunSpec(protocol, seeds, faults, steps, b, None), Path(d))
                 s = validate_corpus([d], lazy=True, jobs=jobs)
                 invalid += s["counts"]["invalid"]
+                other += s["counts"]["out_of_scope"] + s["counts"]["malformed"]
                 total += s["traces"]
-        alarms[protocol] = {"traces": total, "false_alarms": invalid,
+                steps_done += s["steps"]
+        alarms[protocol] = {"bounds": b, "traces": total, "steps": steps_done,
+                            "false_alarms": invalid, "not_judged": other,
                             "seconds": round(time.perf_counter() - t0, 1)}
+        print(f"correct {protocol}: {alarms[protocol]}", file=sys.stderr, flush=True)
     return {"bugs": rows, "correct_refimpl": alarms}
 
 
@@ -269,6 +279,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--graph", default="kraft-graph-small")
     ap.add_argument("--manifest", type=Path, default=None)
+    ap.add_argument("--module", default=None, help="with --graph FILE.cfg outside the manifest")
     ap.add_argument("--corpus", type=Path, default=None)
     ap.add_argument("--traces", type=int, default=200)
     ap.add_argument("--steps", type=int, default=100)
@@ -280,11 +291,20 @@ def main() -> None:
     ap.add_argument("--correct", type=int, default=10_000)
     ap.add_argument("--detect-steps", type=int, default=200)
     ap.add_argument("--block", type=int, default=50)
+    ap.add_argument("--kraft-bounds", default=None, help="detection: KIP-595 bounds config")
+    ap.add_argument("--elr-bounds", default=None, help="detection: KIP-966 bounds config")
+    ap.add_argument("--faults", default="chaos", help="detection: fault profile")
+    ap.add_argument("--detect-only", action="store_true")
     ap.add_argument("--skip-versus", action="store_true")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     out: dict = {}
-    entry = resolve_entry(a.graph, a.manifest)
+    if a.detect_only:
+        out["detect"] = bench_detect({"kraft": a.kraft_bounds, "elr": a.elr_bounds}, a.max_seeds,
+                                     a.correct, a.detect_steps, a.block, a.jobs, a.faults)
+        _print_detect(out) if not a.json else print(json.dumps(out, indent=2))
+        return
+    entry = resolve_entry(a.graph, a.manifest, a.module)
     out["parse"] = bench_parse(entry, a.jobs)
     g = load_graph(entry).graph
     with tempfile.TemporaryDirectory() as tmp:
@@ -309,7 +329,8 @@ def main() -> None:
                 "full_graph_vs_baseline": round(s["steps_per_second"] / base["steps_per_second"], 1),
                 "neighbourhood_vs_baseline": round(s2["steps_per_second"] / base["steps_per_second"], 1)}
     if a.detect:
-        out["detect"] = bench_detect(None, a.max_seeds, a.correct, a.detect_steps, a.block, a.jobs)
+        out["detect"] = bench_detect({"kraft": a.kraft_bounds, "elr": a.elr_bounds}, a.max_seeds,
+                                     a.correct, a.detect_steps, a.block, a.jobs, a.faults)
     if a.json:
         print(json.dumps(out, indent=2))
         return
@@ -332,11 +353,17 @@ def main() -> None:
         print(f"ratio: full graph {out['ratio']['full_graph_vs_baseline']}x, neighbourhood "
               f"{out['ratio']['neighbourhood_vs_baseline']}x")
     if "detect" in out:
-        for r in out["detect"]["bugs"]:
-            print(f"  bug {r['bug']:32s} {r.get('flagged_at_seed', r.get('error'))} "
-                  f"(seeds checked {r.get('seeds_checked')})")
-        for prot, r in out["detect"]["correct_refimpl"].items():
-            print(f"  correct {prot}: {r['false_alarms']} false alarms / {r['traces']} traces")
+        _print_detect(out)
+
+
+def _print_detect(out: dict) -> None:
+    print("detection (first seed whose trace is invalid; None = not flagged):")
+    for r in out["detect"]["bugs"]:
+        print(f"  bug {r['bug']:32s} {r['protocol']:5s} {r.get('flagged_at_seed', r.get('error'))} "
+              f"(seeds checked {r.get('seeds_checked')})")
+    for prot, r in out["detect"]["correct_refimpl"].items():
+        print(f"  correct {prot}: {r['false_alarms']} false alarms / {r['traces']} traces "
+              f"({r['steps']} steps, {r['not_judged']} not judged)")
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ _BUGS += [
         "leader-from-fenced-elr", "elr",
         "The election picks an ELR member even when it is fenced (KIP-966 'Unclean recovery' "
         "election order step 2 requires an unfenced ELR member).",
-        ("LeaderIsUnfenced", "NoAckedRecordLost")),
+        ("LeaderUnfenced", "FencedNotInIsr", "NoAckedRecordLost")),
     PlantedBug(
         "ack-below-min-isr", "elr",
         "The leader acknowledges acks=all produce requests once the ISR has the record, without "

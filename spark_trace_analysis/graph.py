@@ -119,7 +119,7 @@ def _from_checker(spark: SparkSession, name: str) -> GraphTables:
         g = load_graph(name).graph
     except Exception as e:  # unknown config, symmetry, TLC failure: the checker says which
         raise GraphError(f"{name}: {e}") from None
-    from kraftcheck.values import make_fn, to_tla
+    from kraftcheck.values import to_tla
     fps = [g.fingerprint(i) for i in range(len(g))]
     init = set(g.initial)
     states = []

@@ -17,6 +17,7 @@ are written to a staging Parquet table, and the output tables are cheap column s
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
@@ -99,15 +100,16 @@ def _state_info(texts: pa.Array) -> pa.Array:
 def parse_lines(lines: DataFrame) -> DataFrame:
     """Parse every line with schema.LINE; `reason` says why a line is bad (null when good)."""
     j = F.from_json("value", LINE, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
-    df = lines.withColumn("j", j).withColumn("is_json", F.expr("try_parse_json(value)").isNotNull())
     cols = [F.col(f"j.{f.name}").alias(f.name) for f in LINE.fields]
-    df = df.select("file", "block", "row", "value", "is_json", *cols)
+    df = lines.withColumn("j", j).select("file", "block", "row", "value", *cols)
     kind = F.col("kind")
+    corrupt = F.col(CORRUPT).isNotNull()
+    # CASE WHEN evaluates lazily: the second JSON parse runs on corrupt lines only
     cases = [
         (F.trim("value") == "", F.lit("blank line")),
-        (~F.col("is_json"), F.lit("not JSON")),
+        (corrupt & F.expr("try_parse_json(value)").isNull(), F.lit("not JSON")),
         (~F.ltrim("value").startswith("{"), F.lit("not a JSON object")),
-        (F.col(CORRUPT).isNotNull(), F.lit("a field has the wrong type")),
+        (corrupt, F.lit("a field has the wrong type")),
         (kind.isNull(), F.lit("missing field kind")),
         (~kind.isin(*REQUIRED), F.concat(F.lit("unknown kind "), kind)),
     ]
@@ -120,7 +122,8 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     info = F.when(F.col("reason").isNull() & (kind == "step"), _state_info(F.col("state")))
     df = df.withColumn("info", info)
     df = df.withColumn("reason", F.coalesce(F.col("reason"), F.col("info.error")))
-    return df.drop("is_json", CORRUPT)
+    # bad rows show the first 300 characters of their line; the rest is not kept
+    return df.withColumn("value", F.substring("value", 1, 300)).drop(CORRUPT)
 
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
@@ -131,8 +134,10 @@ def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, 
 
 
 def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Path,
-                  extra_actions: dict[str, set[str]] | None = None) -> dict:
+                  extra_actions: dict[str, set[str]] | None = None, say=None) -> dict:
     """Write out/traces, out/steps (partitioned by protocol, fault_profile) and out/bad_rows."""
+    say = say or (lambda _m: None)
+    say("parsing lines and fingerprinting states")
     parse_lines(read_lines(spark, files)).write.mode("overwrite").parquet(str(staging))
     lines = spark.read.parquet(str(staging))
     good = lines.filter(F.col("reason").isNull())
@@ -168,9 +173,10 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
            .select("file", "block", "row", "trace_id", "reason", "value")
            .unionByName(steps.filter(F.col("reason").isNotNull())
                         .select("file", "block", "row", "trace_id", "reason", "value")))
+    say("bad rows")
     bad = with_line_numbers(bad, lines.select("file", "block", "row"))
     (bad.select("file", "line", "trace_id", "reason", F.substring("value", 1, 300).alias("text"))
-     .orderBy("file", "line").coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows")))
+     .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows")))
     bad_rows = spark.read.parquet(str(out / "bad_rows"))
 
     ok_steps = (steps.filter(F.col("reason").isNull())
@@ -181,11 +187,12 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
                         F.col("info.obs").alias("obs"), "bug", "bounds", "file",
                         F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
                         F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile")))
-    (ok_steps.repartition("protocol", "fault_profile")
-     .write.mode("overwrite").partitionBy("protocol", "fault_profile")
+    say("steps table")
+    (ok_steps.write.mode("overwrite").partitionBy("protocol", "fault_profile")
      .parquet(str(out / "steps")))
     steps_t = spark.read.parquet(str(out / "steps"))
 
+    say("traces table")
     _write_traces(lines, headers, steps_t, bad_rows, out)
     return {
         "lines": lines.count(),
@@ -238,18 +245,52 @@ def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_ro
      .coalesce(2).write.mode("overwrite").parquet(str(out / "traces")))
 
 
+def checker_summary_to_lines(path: Path, dest: Path) -> Path:
+    """`kraftcheck validate` writes one JSON document (summary.json, or its --json output) whose
+    `results` hold one verdict per trace file; write them as verdict JSON Lines."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise InputError(f"{path}: not a verdict file (JSON Lines) nor a `kraftcheck validate` "
+                         "summary (a JSON object with `results`)")
+    lines = []
+    for r in doc["results"]:
+        diag = r.get("diagnosis") or {}
+        mal = r.get("malformed") or {}
+        lines.append(json.dumps({
+            "trace_id": r.get("trace_id"), "verdict": r.get("verdict"),
+            "file": str(Path(r["file"]).resolve()) if r.get("file") else None,
+            "step": r.get("failed_step", diag.get("step")),
+            "claimed_action": diag.get("claimed_action"),
+            "reason": r.get("reason") or mal.get("message") or diag.get("summary")}))
+    dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return dest
+
+
 def ingest_verdicts(spark: SparkSession, paths: list[str], out: Path) -> dict:
-    """The trace checker's verdict files (JSON Lines, one verdict per trace) -> out/verdicts,
-    with bad lines added to out/bad_rows_verdicts."""
+    """The trace checker's verdicts (JSON Lines, one verdict per trace, or the summary JSON of
+    `kraftcheck validate`) -> out/verdicts, with bad lines in out/bad_rows_verdicts.  A verdict
+    without trace_id (a malformed file) is matched to the traces of its file by `file`."""
     from spark_trace_analysis.schema import VERDICT
-    lines = read_lines(spark, paths)
+    conv = []
+    scratch = out / "_verdict_lines"
+    for i, p in enumerate(paths):
+        if p.endswith(".json"):
+            scratch.mkdir(parents=True, exist_ok=True)
+            conv.append(str(checker_summary_to_lines(Path(p), scratch / f"{i}.jsonl")))
+        else:
+            conv.append(p)
+    lines = read_lines(spark, conv)
     j = F.from_json("value", VERDICT, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
-    df = lines.withColumn("j", j).select("file", "block", "row", "value", "j.*")
+    df = (lines.withColumn("j", j)
+          .select("file", "block", "row", "value",
+                  *[F.col(f"j.{f.name}").alias("vfile" if f.name == "file" else f.name)
+                    for f in VERDICT.fields]))
     reason = _first_reason([
         (F.trim("value") == "", F.lit("blank line")),
         (F.expr("try_parse_json(value)").isNull(), F.lit("not JSON")),
         (F.col(CORRUPT).isNotNull(), F.lit("a field has the wrong type")),
-        (F.col("trace_id").isNull(), F.lit("verdict: missing field trace_id")),
+        (F.col("trace_id").isNull() & F.col("vfile").isNull(),
+         F.lit("verdict: missing field trace_id")),
         (F.col("verdict").isNull(), F.lit("verdict: missing field verdict")),
         (~F.col("verdict").isin("valid", "invalid", "out_of_scope", "malformed"),
          F.concat(F.lit("unknown verdict "), F.col("verdict"))),
@@ -260,13 +301,15 @@ def ingest_verdicts(spark: SparkSession, paths: list[str], out: Path) -> dict:
                 F.substring("value", 1, 300).alias("text"))
      .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows_verdicts")))
     (df.filter(F.col("bad").isNull())
-     .select("trace_id", "verdict", F.col("step").alias("failing_step"),
+     .select("trace_id", F.col("vfile").alias("file"), "verdict",
+             F.col("step").alias("failing_step"),
              F.coalesce("claimed_action", "action").alias("claimed_action"),
              F.coalesce("reason", "detail").alias("detail"))
      .coalesce(2).write.mode("overwrite").parquet(str(out / "verdicts")))
     n = spark.read.parquet(str(out / "verdicts")).count()
     nb = spark.read.parquet(str(out / "bad_rows_verdicts")).count()
     df.unpersist()
+    remove(scratch)
     return {"verdicts": n, "bad_rows": nb}
 
 

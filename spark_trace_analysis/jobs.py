@@ -25,13 +25,9 @@ from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
 from spark_trace_analysis.session import get_session
 
-__all__ = ["run_stats", "StatsError", "InputError", "GraphError"]
+__all__ = ["run_stats", "InputError", "GraphError"]
 
 Progress = Callable[[str], None]
-
-
-class StatsError(RuntimeError):
-    pass
 
 
 def _rows(df: DataFrame, limit: int | None = None) -> list[dict]:
@@ -94,7 +90,8 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     if g is not None and g.protocol:
         extra[g.protocol] = {r.action for r in g.edges.select("action").distinct().collect()}
     say(f"ingesting {len(files)} files")
-    counts = ingest.ingest_traces(spark, files, tmp, tmp / "_staging", extra_actions=extra)
+    counts = ingest.ingest_traces(spark, files, tmp, tmp / "_staging", extra_actions=extra,
+                                  say=lambda m: say(f"  {m}"))
     ingest.remove(tmp / "_staging")
     traces = spark.read.parquet(str(tmp / "traces"))
     steps = spark.read.parquet(str(tmp / "steps"))
@@ -114,6 +111,13 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         vc = ingest.ingest_verdicts(spark, vfiles, tmp)
         summary["verdict_bad_rows"] = vc["bad_rows"]
         checker = spark.read.parquet(str(tmp / "verdicts"))
+        # verdicts of malformed files carry no trace_id: match them by file
+        by_file = traces.select(F.col("trace_id").alias("tid"), F.col("file").alias("tfile"))
+        checker = (checker.join(by_file, checker.file == by_file.tfile, "left")
+                   .withColumn("trace_id", F.coalesce("trace_id", "tid"))
+                   .filter(F.col("trace_id").isNotNull())
+                   .select("trace_id", "verdict", "failing_step", "claimed_action", "detail")
+                   .dropDuplicates(["trace_id"]))
     if checker is not None and dist is not None:
         a = checker.alias("c").join(dist.alias("d"), "trace_id")
         same = ((F.col("c.verdict") == F.col("d.verdict"))

@@ -21,7 +21,7 @@ from kraftcheck.values import Fn, ValueError_, fingerprint, from_itf, make_fn
 
 __all__ = ["state_info", "observe", "state_info_arrow", "STATE_INFO_ARROW"]
 
-NIL_VALUES = frozenset({"Nil", "NoLeader"})
+NIL_VALUES = frozenset({"Nil", "NoLeader", "NoBroker"})
 
 _OBS_TYPE = pa.struct([
     ("leaders", pa.list_(pa.string())), ("leader", pa.string()), ("epoch", pa.int64()),
@@ -41,9 +41,17 @@ def _fn(v) -> dict:
     raise ValueError_(f"expected a function over nodes, got {type(v).__name__}")
 
 
+def _var(s: Fn, *names: str):
+    """The first of several names a variable has had in the spec (renames stay readable)."""
+    for n in names:
+        if n in s:
+            return s[n]
+    raise KeyError(names[0])
+
+
 def _obs_kraft(s: Fn) -> dict:
     role, epoch, log, hwm = (_fn(s["role"]), _fn(s["currentEpoch"]), _fn(s["log"]),
-                             _fn(s["highWatermark"]))
+                             _fn(_var(s, "highWatermark", "hwm")))
     leaders = sorted(n for n, r in role.items() if r == "Leader")
     leader = max(leaders, key=lambda n: (epoch.get(n, 0), n)) if leaders else None
     lens = {n: len(x) for n, x in log.items()}
@@ -59,18 +67,35 @@ def _obs_kraft(s: Fn) -> dict:
 def _obs_elr(s: Fn) -> dict:
     leader = s["leader"]
     leader = None if leader in NIL_VALUES else leader
-    log, hwm, up = _fn(s["log"]), _fn(s["hwm"]), _fn(s["brokerUp"])
+    log, up = _fn(s["log"]), _fn(_var(s, "alive", "brokerUp"))
     lens = {n: len(x) for n, x in log.items()}
-    live = [hwm[n] for n in hwm if up.get(n)]
-    lead_log = set(log.get(leader, ())) if leader else set()
-    lost = sum(1 for a in s["acked"] if a["record"] not in lead_log) if leader else None
+    h = s["hwm"]
+    if isinstance(h, int):  # the partition's high watermark (spec/ELR.tla)
+        hwm = {leader: h} if leader else {}
+        live = [h]
+    else:                   # one per broker
+        hwm = _fn(h)
+        live = [hwm[n] for n in hwm if up.get(n)]
+    lost = _lost_acked(s["acked"], log.get(leader, ())) if leader else None
+    top = h if isinstance(h, int) else max(hwm.values(), default=0)
     return {
         "leaders": [leader] if leader else [], "leader": leader, "epoch": s["leaderEpoch"],
-        "hwm_max": max(hwm.values(), default=0), "hwm_min": min(live, default=None),
+        "hwm_max": top, "hwm_min": min(live, default=None),
         "log_lens": lens, "hwms": dict(hwm),
         "hwm_lag": (lens.get(leader, 0) - hwm.get(leader, 0)) if leader else None,
         "eligible": sorted(set(s["isr"]) | set(s["elr"])), "lost_acked": lost,
     }
+
+
+def _lost_acked(acked, leader_log: tuple) -> int:
+    """Acknowledged records the leader's log does not hold: `acked` is a set of
+    <<offset, record>> (1-based offsets) or of [offset, record] records."""
+    lost = 0
+    for a in acked:
+        off, rec = (a[0], a[1]) if isinstance(a, tuple) else (a["offset"], a["record"])
+        if not (1 <= off <= len(leader_log) and leader_log[off - 1] == rec):
+            lost += 1
+    return lost
 
 
 def observe(state: Fn) -> dict | None:

@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 from jinja2 import Environment, select_autoescape  # noqa: E402
 
 __all__ = ["render_report"]
@@ -38,26 +39,17 @@ def _coverage_plot(actions: list[dict]) -> str | None:
     names = [r["action"] for r in rows]
     shares = [100 * (r["edge_share"] or 0) for r in rows]
     colors = ["#c62828" if s == 0 else "#1565c0" for s in shares]
-    ax.barh(names, shares, color=colors)
+    ax.barh(names, [max(s, 0.8) for s in shares], color=colors)
     for y, r in enumerate(rows):
-        ax.text(min(shares[y] + 1, 92), y, f"{r['edges_visited']}/{r['edges']}", va="center",
-                fontsize=8)
+        label = f"{r['edges_visited']}/{r['edges']}" + ("  never exercised" if not shares[y] else "")
+        inside = shares[y] > 80
+        ax.text(shares[y] - 1 if inside else shares[y] + 1.5, y, label, va="center",
+                ha="right" if inside else "left", fontsize=8,
+                color="white" if inside else "#222")
     ax.set_xlim(0, 100)
     ax.set_xlabel("edges of the state graph visited by the corpus (%)")
     ax.set_title("Coverage by action (red: never exercised)")
     ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
-
-
-def _hist(values: list[float], title: str, xlabel: str, color: str) -> str | None:
-    if not values:
-        return None
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.hist(values, bins=min(40, max(5, len(set(values)))), color=color, edgecolor="white")
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("count")
-    ax.grid(axis="y", alpha=0.3)
     return _png(fig)
 
 
@@ -69,7 +61,8 @@ def _latency_plot(rows: list[dict], title: str, color: str) -> str | None:
         return None
     keys = sorted(by)
     fig, ax = plt.subplots(figsize=(7, 0.45 * len(keys) + 1.5))
-    ax.boxplot([by[k] for k in keys], vert=False, tick_labels=keys, showfliers=True,
+    labels = [f"{k}  (n={len(by[k])})" for k in keys]
+    ax.boxplot([by[k] for k in keys], orientation="horizontal", tick_labels=labels, showfliers=True,
                patch_artist=True, boxprops={"facecolor": color, "alpha": 0.6})
     ax.set_xlabel("virtual ms")
     ax.set_title(title)
@@ -94,6 +87,7 @@ def _stacked(rows: list[dict], key: str, title: str) -> str | None:
             ax.barh(keys, vals, left=left, color=c, label=v.replace("_", " "))
             left = [a + b for a, b in zip(left, vals)]
     ax.set_xlabel("traces")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title)
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(axis="x", alpha=0.3)
@@ -101,8 +95,22 @@ def _stacked(rows: list[dict], key: str, title: str) -> str | None:
 
 
 def _failing_steps(rows: list[dict]) -> str | None:
-    vals = [r["failing_step"] for r in rows for _ in range(r["traces"])]
-    return _hist(vals, "First failing step of invalid traces", "step", "#c62828")
+    by: dict[int, int] = defaultdict(int)
+    for r in rows:
+        by[r["failing_step"]] += r["traces"]
+    if not by:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    steps = sorted(by)
+    width = max(1, (steps[-1] - steps[0]) // 60 or 1)
+    ax.bar(steps, [by[k] for k in steps], width=0.8 * width, color="#c62828")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("First failing step of invalid traces")
+    ax.set_xlabel("step")
+    ax.set_ylabel("traces")
+    ax.grid(axis="y", alpha=0.3)
+    return _png(fig)
 
 
 _TEMPLATE = """<!doctype html>

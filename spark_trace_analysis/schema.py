@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import types as T
 
 __all__ = ["LINE", "VERDICT", "OBSERVATION", "STATE_INFO", "CORRUPT", "TRACE_SCHEMA",
-           "TABLES"]
+           "REQUIRED"]
 
 S, L, B = T.StringType(), T.LongType(), T.BooleanType()
 
@@ -70,10 +70,6 @@ STATE_INFO = T.StructType([
 
 # The verdict line of the trace checker (trace_checker/verdict.py), read as it is written.
 VERDICT = T.StructType([
-    _f("trace_id", S), _f("verdict", S), _f("step", L), _f("action", S),
+    _f("trace_id", S), _f("file", S), _f("verdict", S), _f("step", L), _f("action", S),
     _f("claimed_action", S), _f("reason", S), _f("detail", S), _f(CORRUPT, S),
 ])
-
-TABLES = ("traces", "steps", "bad_rows", "verdicts", "conformance", "first_failure",
-          "actions", "coverage_actions", "coverage_summary", "unvisited_states", "metrics",
-          "metrics_by_profile", "validation")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from kraftcheck.paths import REPO_ROOT, work_dir
 
@@ -82,7 +81,3 @@ def stop_session() -> None:
     if s is not None:
         s.stop()
 
-
-def local_path(p: str | Path) -> str:
-    """An absolute file: URI-free path string for Spark readers and writers."""
-    return str(Path(p).resolve())

@@ -5,9 +5,12 @@ The lookup rule (the same as the single-process checker's full-graph mode):
   * step 0 is valid when its state is an initial state of the graph;
   * step k > 0 is valid when the graph has the edge (state k-1, action k, state k), or when the
     state did not change (a stuttering step, which every TLA+ spec allows);
-  * a trace is `valid` when every step is, `invalid` at its first invalid step k (with the
-    action the trace claims for it), `malformed` when ingest found it incomplete (no header or
-    footer, steps not 0..n, bad rows), and `out_of_scope` when its protocol is not the graph's.
+  * a trace is `valid` when every step is; `invalid` at its first failing step k (with the
+    action the trace claims for it) when that step's state is in the graph; `out_of_scope` when
+    that state is not in the bounded graph (it left the graph: `kraftcheck validate` re-checks
+    such traces with raised bounds in TLC, which Spark cannot do) or when the trace's protocol
+    is not the graph's; `malformed` when ingest found it incomplete (no header or footer, steps
+    not 0..n, bad rows).
 
 `lookup_verdict` is the same rule over plain Python values, used as the reference in tests.
 """
@@ -44,7 +47,8 @@ def step_checks(steps: DataFrame, states: DataFrame, edges: DataFrame) -> DataFr
            .otherwise(F.concat(F.lit("no "), F.col("action"),
                                F.lit(" edge from the previous state"))))
     return s.select("trace_id", "step", "action", "fp", "prev_fp", "protocol", "fault_profile",
-                    "bug", ok.alias("ok"), why.alias("why"))
+                    "bug", ok.alias("ok"), why.alias("why"),
+                    F.coalesce("in_graph", F.lit(False)).alias("in_graph"))
 
 
 def validate(traces: DataFrame, steps: DataFrame, states: DataFrame, edges: DataFrame,
@@ -52,35 +56,40 @@ def validate(traces: DataFrame, steps: DataFrame, states: DataFrame, edges: Data
     """One verdict per trace: trace_id, verdict, failing_step, claimed_action, detail."""
     checks = step_checks(steps, states, edges)
     fail = (checks.filter(~F.col("ok")).groupBy("trace_id")
-            .agg(F.min(F.struct("step", "action", "why")).alias("f")))
+            .agg(F.min(F.struct("step", "action", "why", "in_graph")).alias("f")))
     t = traces.select("trace_id", "protocol", "complete", "problems").join(fail, "trace_id", "left")
     out_of_scope = (F.lit(False) if graph_protocol is None
                     else F.col("protocol") != F.lit(graph_protocol))
     verdict = (F.when(~F.col("complete"), "malformed")
                .when(out_of_scope, "out_of_scope")
-               .when(F.col("f").isNotNull(), "invalid")
-               .otherwise("valid"))
+               .when(F.col("f").isNull(), "valid")
+               .when(F.col("f.in_graph"), "invalid")
+               .otherwise("out_of_scope"))
     t = t.withColumn("verdict", verdict)
     inv = F.col("verdict") == "invalid"
     detail = (F.when(F.col("verdict") == "malformed", F.array_join("problems", "; "))
-              .when(F.col("verdict") == "out_of_scope",
+              .when(out_of_scope,
                     F.concat(F.lit("protocol "), F.col("protocol"), F.lit(" is not the graph's "),
                              F.lit(str(graph_protocol))))
-              .when(inv, F.col("f.why")))
+              .when(inv, F.col("f.why"))
+              .when(F.col("verdict") == "out_of_scope",
+                    F.concat(F.lit("left the bounded graph at step "),
+                             F.col("f.step").cast("string"))))
     return t.select("trace_id", "verdict",
                     F.when(inv, F.col("f.step")).alias("failing_step"),
                     F.when(inv, F.col("f.action")).alias("claimed_action"),
                     detail.alias("detail"))
 
 
-def lookup_verdict(steps: Iterable[tuple[int, str, str]], initial: set[str],
+def lookup_verdict(steps: Iterable[tuple[int, str, str]], states: set[str], initial: set[str],
                    edges: set[tuple[str, str, str]]) -> tuple[str, int | None, str | None]:
-    """The rule over one trace's (step, action, fp) in order: ("valid", None, None) or
-    ("invalid", k, claimed action)."""
+    """The rule over one complete trace's (step, action, fp) in order: ("valid", None, None),
+    ("invalid", k, claimed action) or ("out_of_scope", k, claimed action) when step k's state
+    is not in the graph."""
     prev = None
     for k, action, fp in steps:
         ok = (fp in initial) if k == 0 else (fp == prev or (prev, action, fp) in edges)
         if not ok:
-            return "invalid", k, action
+            return ("invalid" if fp in states else "out_of_scope"), k, action
         prev = fp
     return "valid", None, None

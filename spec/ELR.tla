@@ -44,6 +44,8 @@
 (*  A6 One controller, no controller failover; no reassignment.            *)
 (*  A7 Producers use acks=all whenever the leader accepts it (ISR >= min   *)
 (*     ISR) and acks=1 otherwise.                                          *)
+(*  A8 A restarting broker registers and is unfenced in one step (it has   *)
+(*     caught up with the metadata at once, by A1).                        *)
 (***************************************************************************)
 EXTENDS Integers, FiniteSets, Sequences, ELRRules
 
@@ -63,12 +65,16 @@ CONSTANTS
     ElrEnabled,              \* eligible.leader.replicas.enabled; FALSE = pre-KIP-966
     UncleanRecoveryEnabled,  \* unclean.recovery.manager.enabled; FALSE = §"Delivery plan" phase 1
     RecoveryStrategy,        \* unclean.recovery.strategy: "Aggressive" | "Balanced" | "None"
+    FenceRunningBrokers,     \* the controller may fence a broker that is still running
+                             \* (network partition between it and the controller)
 
     \* --- environment bounds: each one guards the actions named, so that a
     \*     simulator can respect exactly the same limits.
     MaxLogLen,            \* Produce: the leader's log never exceeds this length
     MaxLeaderEpoch,       \* every leader election: leaderEpoch never exceeds this
-    MaxBrokerEpoch,       \* RestartBroker: a broker's epoch never exceeds this (restarts = MaxBrokerEpoch - 1)
+    MaxBrokerEpoch,       \* RestartBroker: a broker's epoch never exceeds this
+                          \* (each broker restarts at most MaxBrokerEpoch - 1 times)
+    MaxRestarts,          \* RestartBroker: total restarts over all brokers
     MaxUncleanShutdowns,  \* UncleanShutdown: total unclean shutdowns in a behaviour
 
     \* --- bug switches: all FALSE in the normal configurations
@@ -77,7 +83,8 @@ CONSTANTS
     BugKeepUncleanInElr,       \* unclean registration does not remove the broker from the ELR
     BugBalancedFixedReplies,   \* Balanced elects after MinISR replies (rejected alternative)
     BugAcceptStaleReplies,     \* GetReplicaLogInfo replies not fenced by broker / leader epoch
-    BugLongestLogIgnoresEpoch  \* unclean recovery picks the longest log, ignoring the last epoch
+    BugLongestLogIgnoresEpoch, \* unclean recovery picks the longest log, ignoring the last epoch
+    BugSkipElrRule             \* "off", or the ELR update rule left out: "1", "2a", "2b", "2c"
 
 Strategies == {"Aggressive", "Balanced", "None"}
 
@@ -87,11 +94,14 @@ ASSUME
     /\ MinIsrValues \subseteq Nat \ {0} /\ InitMinIsr \in MinIsrValues
     /\ ElrEnabled \in BOOLEAN /\ UncleanRecoveryEnabled \in BOOLEAN
     /\ RecoveryStrategy \in Strategies
+    /\ FenceRunningBrokers \in BOOLEAN
     /\ MaxLogLen \in Nat /\ MaxLeaderEpoch \in Nat \ {0}
-    /\ MaxBrokerEpoch \in Nat \ {0} /\ MaxUncleanShutdowns \in Nat
+    /\ MaxBrokerEpoch \in Nat \ {0} /\ MaxRestarts \in Nat
+    /\ MaxUncleanShutdowns \in Nat
     /\ \A bug \in {BugHwmOnMaximalIsr, BugHwmIgnoresMinIsr, BugKeepUncleanInElr,
                    BugBalancedFixedReplies, BugAcceptStaleReplies,
                    BugLongestLogIgnoresEpoch} : bug \in BOOLEAN
+    /\ BugSkipElrRule \in {"off", "1", "2a", "2b", "2c"}
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -175,6 +185,14 @@ Unfenced   == {b \in Brokers : ~fenced[b]}
 LeaderLive == leader /= NoBroker /\ alive[leader]
 MaximalIsr == isr \cup pendingIsr
 
+\* Restarts so far: every registration after the first bumps the broker epoch.
+RECURSIVE SumOfEpochBumps(_)
+SumOfEpochBumps(S) ==
+    IF S = {} THEN 0
+    ELSE LET x == CHOOSE x \in S : TRUE    \* any order: the sum does not depend on it
+         IN  brokerEpoch[x] - 1 + SumOfEpochBumps(S \ {x})
+Restarts == SumOfEpochBumps(Brokers)
+
 \* KIP-966 §"Motivation": "MinISR-1 tolerance to data loss unclean shutdown
 \* events".  With changing min ISR, the smallest effective value counts.
 ToleratedDataLossShutdowns ==
@@ -211,29 +229,32 @@ LastKnownLeaderAfter(st) ==
 \* leader is elected".
 ElectOutcome(st, c) ==
     CASE c \in st.isr ->
-            [leader |-> c, isr |-> st.isr, elr |-> st.elr,
+            [leader |-> c, elected |-> TRUE, isr |-> st.isr, elr |-> st.elr,
              lastKnownElr |-> st.lastKnownElr, lastKnownLeader |-> NoBroker]
       [] c \in st.elr ->
-            [leader |-> c, isr |-> {c}, elr |-> st.elr \ {c},
+            [leader |-> c, elected |-> TRUE, isr |-> {c}, elr |-> st.elr \ {c},
              lastKnownElr |-> st.lastKnownElr, lastKnownLeader |-> NoBroker]
       [] OTHER ->
-            [leader |-> c, isr |-> {c}, elr |-> {},
+            [leader |-> c, elected |-> TRUE, isr |-> {c}, elr |-> {},
              lastKnownElr |-> {}, lastKnownLeader |-> NoBroker]
 
 \* The possible outcomes of the controller's election after the ELR update st,
-\* when `eligible` are the unfenced brokers.  KIP-966 §"Unclean recovery"
-\* election order steps 1 and 2 (and §"Delivery plan" LastKnownLeader);
-\* steps 3 and 4 are the separate unclean actions below.
-ElectionOutcomes(st, eligible) ==
+\* when `eligible` are the unfenced brokers and `incumbent` is the leader that
+\* may stay (NoBroker if the leader lost its leadership in this step).
+\* KIP-966 §"Unclean recovery" election order steps 1 and 2 (and §"Delivery
+\* plan" LastKnownLeader); steps 3 and 4 are the unclean actions below.
+\* An outcome is [leader, elected, isr, elr, lastKnownElr, lastKnownLeader];
+\* `elected` says a leader election took place (new leader epoch).
+ElectionOutcomes(st, eligible, incumbent) ==
     LET lkl   == LastKnownLeaderAfter(st)
         cands == CleanCandidates(st.isr, st.elr, eligible, ElrEnabled)
                  \cup LastKnownLeaderCandidates(st.isr, st.elr, lkl, eligible,
                           RecoveryStrategy, UncleanRecoveryEnabled, ElrEnabled)
-    IN  IF leader /= NoBroker /\ leader \in st.isr /\ leader \in eligible
-        THEN {[leader |-> leader, isr |-> st.isr, elr |-> st.elr,
+    IN  IF incumbent /= NoBroker /\ incumbent \in st.isr /\ incumbent \in eligible
+        THEN {[leader |-> incumbent, elected |-> FALSE, isr |-> st.isr, elr |-> st.elr,
                lastKnownElr |-> st.lastKnownElr, lastKnownLeader |-> lkl]}
         ELSE IF cands = {}
-        THEN {[leader |-> NoBroker, isr |-> st.isr, elr |-> st.elr,
+        THEN {[leader |-> NoBroker, elected |-> FALSE, isr |-> st.isr, elr |-> st.elr,
                lastKnownElr |-> st.lastKnownElr, lastKnownLeader |-> lkl]}
         ELSE {ElectOutcome(st, c) : c \in cands}
 
@@ -284,10 +305,10 @@ SetHwm(hu) ==
 (* this step, `effMin` the effective min ISR after it.                     *)
 (***************************************************************************)
 ApplyOutcome(o, newLog, rejectPending, effMin) ==
-    LET elected  == o.leader /= NoBroker /\ o.leader /= leader
+    LET elected  == o.elected
         baseHwm  == IF elected THEN CommonPrefixLen(newLog[o.leader], committedLog)
                                ELSE hwm
-        changed  == \/ o.leader /= leader \/ o.isr /= isr \/ o.elr /= elr
+        changed  == \/ elected \/ o.leader /= leader \/ o.isr /= isr \/ o.elr /= elr
                     \/ o.lastKnownElr /= lastKnownElr
                     \/ o.lastKnownLeader /= lastKnownLeader
         newPend  == IF changed \/ rejectPending THEN {} ELSE pendingIsr
@@ -301,7 +322,7 @@ ApplyOutcome(o, newLog, rejectPending, effMin) ==
         /\ pendingIsr'      = newPend
         /\ SetHwm(HwmUpdate(o.leader, newLog, o.isr, newPend, effMin, baseHwm,
                             SubSeq(committedLog, 1, baseHwm),
-                            IF o.leader = leader THEN pendingAcks ELSE {}))
+                            IF elected \/ o.leader /= leader THEN {} ELSE pendingAcks))
 
 \* The controller fences b (or registers a new incarnation of b): b leaves the
 \* ISR through the ELR update, and a new leader is elected if b led.
@@ -310,9 +331,10 @@ FenceOutcomes(b, unclean) ==
     LET proposed == IF b \in isr THEN isr \ {b} ELSE isr
         st       == IF b \in isr \/ unclean /= {}
                     THEN ElrUpdate(isr, elr, lastKnownElr, proposed, EffMinIsr,
-                                   unclean, ElrEnabled)
+                                   unclean, ElrEnabled,
+                     BugSkipElrRule)
                     ELSE StateOf
-    IN  ElectionOutcomes(st, Unfenced \ {b})
+    IN  ElectionOutcomes(st, Unfenced \ {b}, leader)
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -407,8 +429,9 @@ ShrinkIsr(f) ==
     /\ pendingIsr = {}
     /\ f \in isr \ {leader}
     /\ log[f] /= log[leader]
-    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, isr \ {f}, EffMinIsr, {}, ElrEnabled)
-       IN  \E o \in ElectionOutcomes(st, Unfenced) : ApplyOutcome(o, log, FALSE, EffMinIsr)
+    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, isr \ {f}, EffMinIsr, {}, ElrEnabled,
+                     BugSkipElrRule)
+       IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, FALSE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
                    uncleanShutdowns, dataLossShutdowns>>
 
@@ -432,8 +455,9 @@ ProposeIsrExpand(f) ==
 \* controller receives the new ISR, it will trigger an ELR update."
 CommitAlterPartition ==
     /\ pendingIsr /= {}
-    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, pendingIsr, EffMinIsr, {}, ElrEnabled)
-       IN  \E o \in ElectionOutcomes(st, Unfenced) : ApplyOutcome(o, log, TRUE, EffMinIsr)
+    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, pendingIsr, EffMinIsr, {}, ElrEnabled,
+                     BugSkipElrRule)
+       IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, TRUE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
                    uncleanShutdowns, dataLossShutdowns>>
 
@@ -444,10 +468,12 @@ CommitAlterPartition ==
 
 \* KIP-966 §"Controller behaviors" 2: "The replica gets fenced. When it
 \* happens, the controller will trigger the ELR update with the new updated
-\* ISR."  b may be running (cut off from the controller) or dead (session
-\* timeout).  If b led, the controller elects a new leader (election order).
+\* ISR."  b is dead (its session timed out) or, when FenceRunningBrokers, still
+\* running but cut off from the controller.  If b led, the controller elects a
+\* new leader (election order).
 FenceBroker(b) ==
     /\ ~fenced[b]
+    /\ alive[b] => FenceRunningBrokers
     /\ fenced' = [fenced EXCEPT ![b] = TRUE]
     /\ \E o \in FenceOutcomes(b, {}) : ApplyOutcome(o, log, b \in pendingIsr, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, minIsr, replies,
@@ -457,11 +483,13 @@ FenceBroker(b) ==
 \* replica is an ELR member and ISR is empty, this replica will be elected as
 \* leader, added to ISR, and removed from ELR."  More generally a leaderless
 \* partition runs the election (pre-KIP: the last ISR member returns;
-\* §"Delivery plan": the LastKnownLeader once it is unfenced).
+\* §"Delivery plan": the LastKnownLeader once it is unfenced).  Here a running
+\* broker fenced by a network partition resumes heartbeating; a restarted
+\* broker is unfenced as part of RestartBroker.
 UnfenceBroker(b) ==
     /\ fenced[b] /\ alive[b]
     /\ fenced' = [fenced EXCEPT ![b] = FALSE]
-    /\ \E o \in ElectionOutcomes(StateOf, Unfenced \cup {b}) :
+    /\ \E o \in ElectionOutcomes(StateOf, Unfenced \cup {b}, leader) :
           ApplyOutcome(o, log, FALSE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, minIsr, replies,
                    uncleanShutdowns, dataLossShutdowns>>
@@ -496,33 +524,48 @@ UncleanShutdown(b) ==
     /\ UNCHANGED <<log, flushed, shutdownFile, controllerVars, hwm, pendingIsr,
                    acked, committedLog, dataLossShutdowns>>
 
-\* KIP-966 §"Detection of an unclean shutdown" 2-4 and §"Controller
-\* behaviors" 4: the broker recovers its log (keeping k records, at least the
-\* flushed ones), reads the previous broker epoch from the CleanShutdownFile
-\* (-1 if absent) and registers.  The controller compares it with its
-\* registration record: a mismatch or -1 is an unclean shutdown, and "the
-\* controller will remove the broker from ISR and ELR before persisting the
-\* registration record" (it joins the LastKnownELR, §"Other behaviors" 6a).
-\* The new incarnation gets a new broker epoch and starts fenced; the
-\* CleanShutdownFile is removed once the log manager is up.
+\* KIP-966 §"Detection of an unclean shutdown" 2-4, §"Controller behaviors" 4
+\* and 3: the broker recovers its log (keeping k records, at least the flushed
+\* ones), reads the previous broker epoch from the CleanShutdownFile (-1 if
+\* absent) and registers.  The controller compares it with its registration
+\* record: a mismatch or -1 is an unclean shutdown, and "the controller will
+\* remove the broker from ISR and ELR before persisting the registration
+\* record" (it joins the LastKnownELR, §"Other behaviors" 6a).  Registering
+\* fences the old incarnation (if the controller had not yet noticed the
+\* crash) and the new one gets a new broker epoch.  The CleanShutdownFile is
+\* removed once the log manager is up.
+\* The new incarnation is then unfenced ("3. The replica gets unfenced"): it
+\* has caught up with the metadata at once (abstraction A1), and a leaderless
+\* partition runs its election.  Registration and unfencing are one step
+\* (abstraction A8).
 \* Pre-KIP (ElrEnabled = FALSE) there is no detection: registering only fences
 \* the old incarnation, which keeps the last ISR member in the ISR.
+RegistrationState(b, unclean) ==
+    LET proposed == IF b \in isr THEN isr \ {b} ELSE isr
+    IN  IF b \in isr \/ unclean /= {}
+        THEN ElrUpdate(isr, elr, lastKnownElr, proposed, EffMinIsr, unclean, ElrEnabled,
+                     BugSkipElrRule)
+        ELSE StateOf
+
 RestartBroker(b, k) ==
     /\ ~alive[b]
     /\ brokerEpoch[b] < MaxBrokerEpoch
+    /\ Restarts < MaxRestarts
     /\ k \in flushed[b]..Len(log[b])
     /\ LET cleanShutdown   == shutdownFile[b] = brokerEpoch[b]
            uncleanDetected == ElrEnabled /\ ~cleanShutdown
            unclean         == IF uncleanDetected /\ ~BugKeepUncleanInElr THEN {b} ELSE {}
            newLog          == [log EXCEPT ![b] = SubSeq(@, 1, k)]
+           incumbent       == IF leader = b THEN NoBroker ELSE leader
        IN  /\ log' = newLog
-           /\ \E o \in FenceOutcomes(b, unclean) :
+           /\ \E o \in ElectionOutcomes(RegistrationState(b, unclean), Unfenced \cup {b},
+                                        incumbent) :
                  ApplyOutcome(o, newLog, b \in pendingIsr, EffMinIsr)
     /\ alive'             = [alive EXCEPT ![b] = TRUE]
     /\ flushed'           = [flushed EXCEPT ![b] = k]
     /\ shutdownFile'      = [shutdownFile EXCEPT ![b] = -1]
     /\ brokerEpoch'       = [brokerEpoch EXCEPT ![b] = @ + 1]
-    /\ fenced'            = [fenced EXCEPT ![b] = TRUE]
+    /\ fenced'            = [fenced EXCEPT ![b] = FALSE]
     /\ dataLossShutdowns' = IF k < Len(log[b]) THEN dataLossShutdowns + 1
                                                ELSE dataLossShutdowns
     /\ UNCHANGED <<minIsr, replies, uncleanShutdowns>>
@@ -541,8 +584,9 @@ ChangeMinIsr(m) ==
     /\ m /= minIsr
     /\ minIsr' = m
     /\ LET newEff == EffectiveMinIsr(m, ReplicationFactor)
-           st     == ElrUpdate(isr, elr, lastKnownElr, isr, newEff, {}, ElrEnabled)
-       IN  \E o \in ElectionOutcomes(st, Unfenced) : ApplyOutcome(o, log, FALSE, newEff)
+           st     == ElrUpdate(isr, elr, lastKnownElr, isr, newEff, {}, ElrEnabled,
+                     BugSkipElrRule)
+       IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, FALSE, newEff)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, replies,
                    uncleanShutdowns, dataLossShutdowns>>
 

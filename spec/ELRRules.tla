@@ -46,26 +46,37 @@ EffectiveMinIsr(minIsr, replicationFactor) ==
 (*                                                                         *)
 (* elrEnabled = FALSE gives the pre-KIP-966 behaviour: there is no ELR,    *)
 (* and the ISR never becomes empty (the last member stays in it).          *)
+(*                                                                         *)
+(* skipRule (a bug switch) drops one rule: "off" (correct), "1" (the ELR   *)
+(* is not emptied when the proposed ISR reaches min ISR; rule 2 applies    *)
+(* instead), "2a" (current ELR members are not retained), "2b" (removed    *)
+(* ISR members are not added), "2c" (members of the proposed ISR are not   *)
+(* removed from the ELR).                                                  *)
 (***************************************************************************)
 ElrRule1Applies(proposedIsr, effMinIsr) == Cardinality(proposedIsr) >= effMinIsr
 
 \* rules 2a + 2b + 2c, minus the replicas detected as unclean (behavior 4)
-ElrAfterRule2(isr, elr, proposedIsr, unclean) ==
-    ((elr \cup (isr \ proposedIsr)) \ proposedIsr) \ unclean
+ElrAfterRule2(isr, elr, proposedIsr, unclean, skipRule) ==
+    LET retained == IF skipRule = "2a" THEN {} ELSE elr                    \* 2a
+        added    == IF skipRule = "2b" THEN {} ELSE isr \ proposedIsr      \* 2b
+        deduped  == IF skipRule = "2c" THEN retained \cup added            \* 2c
+                    ELSE (retained \cup added) \ proposedIsr
+    IN  deduped \ unclean
 
 \* Other behaviors 6a: the LastKnownELR keeps every member of ISR/ELR/LastKnownELR
 \* that is neither in the new ISR nor in the new ELR.
 LastKnownElrAfterRule2(isr, elr, lastKnownElr, proposedIsr, newElr) ==
     ((lastKnownElr \cup elr \cup isr) \ proposedIsr) \ newElr
 
-ElrUpdate(isr, elr, lastKnownElr, proposedIsr, effMinIsr, unclean, elrEnabled) ==
+ElrUpdate(isr, elr, lastKnownElr, proposedIsr, effMinIsr, unclean, elrEnabled,
+          skipRule) ==
     IF ~elrEnabled
     THEN [isr          |-> IF proposedIsr = {} THEN isr ELSE proposedIsr,
           elr          |-> {},
           lastKnownElr |-> {}]
-    ELSE IF ElrRule1Applies(proposedIsr, effMinIsr)
+    ELSE IF ElrRule1Applies(proposedIsr, effMinIsr) /\ skipRule /= "1"
     THEN [isr |-> proposedIsr, elr |-> {}, lastKnownElr |-> {}]          \* rule 1
-    ELSE LET newElr == ElrAfterRule2(isr, elr, proposedIsr, unclean)     \* rule 2
+    ELSE LET newElr == ElrAfterRule2(isr, elr, proposedIsr, unclean, skipRule) \* rule 2
          IN  [isr          |-> proposedIsr,
               elr          |-> newElr,
               lastKnownElr |-> LastKnownElrAfterRule2(isr, elr, lastKnownElr,

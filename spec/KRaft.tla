@@ -116,8 +116,9 @@ ASSUME
 (*                    leader's log, or -1 if it has not endorsed the leader*)
 (*                    yet (so BeginQuorumEpoch is still to be sent to it). *)
 (*                    The -1 convention is DescribeQuorum's LogEndOffset.  *)
-(*   fetchedSinceCheck[i] Leader: voters whose Fetch arrived since the last*)
-(*                    leader progress check.                               *)
+(*   fetchedSinceCheck[i] Leader: voters whose Fetch arrived in the        *)
+(*                    current leader-progress window (see                  *)
+(*                    LeaderProgressTimeout).                              *)
 (*                                                                         *)
 (* Environment:                                                            *)
 (*   msgs             the network: a bag (multiset) of messages, i.e. a    *)
@@ -363,20 +364,28 @@ Timeout(i) ==
     /\ StartElection(i, currentEpoch[i] + 1)
     /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
 
-\* KIP-595 §"Leader Progress Timeout" (revision): "if the leader did not
-\* receive Fetch requests from a majority of the quorum for that amount of
-\* time, it would begin a new election".  The check passes (and restarts the
-\* window) if a majority, the leader included, fetched since the last check.
+(***************************************************************************)
+(* KIP-595 §"Leader Progress Timeout" (revision): "if the leader did not   *)
+(* receive Fetch requests from a majority of the quorum for that amount of *)
+(* time, it would begin a new election".  fetchedSinceCheck[i] collects    *)
+(* the voters whose Fetch arrived in the current check window; a window is *)
+(* closed (the set emptied, see RecordFetch) as soon as they and the       *)
+(* leader form a majority, i.e. the progress condition is met and the     *)
+(* timer restarts.  The timer can thus expire only while the leader has    *)
+(* not heard from a majority since the last time it had.  (Without clocks  *)
+(* this admits every real timing of the checks.)                           *)
+(***************************************************************************)
 LeaderProgressTimeout(i) ==
     /\ i \in TimeoutVoters
     /\ role[i] = "Leader"
-    /\ IF IsVoterMajority(fetchedSinceCheck[i] \cup {i})
-       THEN /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
-            /\ UNCHANGED <<persistentVars, role, highWatermark, candidateVars,
-                           followerEndOffset, msgs, restartCount, ghostVars>>
-       ELSE /\ currentEpoch[i] < MaxEpoch
-            /\ StartElection(i, currentEpoch[i] + 1)
-            /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
+    /\ ~IsVoterMajority(fetchedSinceCheck[i] \cup {i})
+    /\ currentEpoch[i] < MaxEpoch
+    /\ StartElection(i, currentEpoch[i] + 1)
+    /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
+
+\* The leader's progress window after a Fetch from voter f.
+RecordFetch(S, i, f) ==
+    IF IsVoterMajority(S \cup {i, f}) THEN {} ELSE S \cup {f}
 
 \* The orders of the other voters "sorted by each voter's current replicated
 \* offset in descending order" (ties in any order).
@@ -463,16 +472,35 @@ SendBeginQuorumEpoch(i, j) ==
     /\ Send(BeginQuorumEpochRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
 
-\* KIP-595 §"Fetch": followers (voters and observers) fetch from the leader
-\* they know.  §"BeginQuorumEpoch" / §"Cluster Bootstrapping" step 1: a
-\* replica that knows no leader (and is not a candidate) sends Fetch "to any
-\* of the voters at random until the new leader is found", with its last
-\* known epoch.
+(***************************************************************************)
+(* KIP-595 §"Fetch": followers (voters and observers) fetch from the       *)
+(* leader they know.  A fetcher has at most one Fetch outstanding (no      *)
+(* request from it, no response to it in flight), as in Kafka; after a     *)
+(* loss it fetches again.                                                  *)
+(*                                                                         *)
+(* A replica that knows no leader: an observer sends Fetch "to any of the  *)
+(* voters at random until the new leader is found" (§"BeginQuorumEpoch").  *)
+(* A voter does so "until the election timeout expires" (§"Cluster         *)
+(* Bootstrapping" step 1), otherwise it waits for BeginQuorumEpoch or      *)
+(* starts an election.  As the model's timers may expire at any moment,    *)
+(* this polling is modelled only for a voter whose timer can no longer     *)
+(* fire (currentEpoch = MaxEpoch, or not in TimeoutVoters); elsewhere it   *)
+(* adds no behaviour that BeginQuorumEpoch and Timeout do not already give,*)
+(* and it is the main source of redundant states.                          *)
+(***************************************************************************)
+TimerCanFire(i) == i \in TimeoutVoters /\ currentEpoch[i] < MaxEpoch
+
+FetchOutstanding(i) ==
+    \E m \in BagToSet(msgs) : \/ m.type = "FetchRequest" /\ m.src = i
+                              \/ m.type = "FetchResponse" /\ m.dest = i
+
 SendFetchRequest(i, j) ==
     /\ \/ role[i] = "Follower" /\ j = leaderId[i]
        \/ /\ role[i] \in {"Unattached", "Voted"}
           /\ leaderId[i] = Nil
+          /\ i \in Voters => ~TimerCanFire(i)
           /\ j \in Voters \ {i}
+    /\ ~FetchOutstanding(i)
     /\ Send(FetchRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
 
@@ -671,6 +699,22 @@ HandleEndQuorumEpochRequest(m) ==
 (*  4. a fetch from a voter records its end offset (and endorsement) and   *)
 (*     may advance the high watermark; observers' fetches never do.        *)
 (***************************************************************************)
+(***************************************************************************)
+(* An error response is sent only if it can tell the fetcher something:    *)
+(* a larger epoch (FENCED_LEADER_EPOCH), or the leader of the fetcher's    *)
+(* epoch (NOT_LEADER_OR_FOLLOWER with a known leader).  The others (an     *)
+(* UNKNOWN_LEADER_EPOCH carries a smaller epoch than the fetcher's, a      *)
+(* NOT_LEADER_OR_FOLLOWER without leader carries nothing) are ignored by   *)
+(* the fetcher in every state it can be in when they arrive, so they are   *)
+(* not modelled: the request is consumed as if the response were lost.    *)
+(***************************************************************************)
+FetchErrorInformative(m, j) ==
+    \/ m.epoch < currentEpoch[j]
+    \/ m.epoch = currentEpoch[j] /\ leaderId[j] \notin {Nil, m.src}
+
+\* Error responses do not echo the fetch position (nothing reads it).
+NoEcho == [fetchOffset |-> -1, lastFetchedEpoch |-> -1]
+
 FetchEpochError(e, j) ==
     IF e < currentEpoch[j] THEN "FENCED_LEADER_EPOCH"
     ELSE IF e > currentEpoch[j] THEN "UNKNOWN_LEADER_EPOCH"
@@ -683,12 +727,14 @@ HandleFetchRequest(m) ==
     /\ role[j] # "Shutdown"
     /\ CASE ~ClusterIdMatches(m) ->
               /\ Reply(FetchResponse(j, f, m.epoch, Nil, "INVALID_CLUSTER_ID", -1,
-                                     << >>, NoDivergence, m), m)
+                                     << >>, NoDivergence, NoEcho), m)
               /\ UNCHANGED <<nodeVars, ghostCommitted>>
          [] role[j] # "Leader" \/ m.epoch # currentEpoch[j] ->
-              /\ Reply(FetchResponse(j, f, currentEpoch[j], leaderId[j],
-                                     FetchEpochError(m.epoch, j), -1,
-                                     << >>, NoDivergence, m), m)
+              /\ IF FetchErrorInformative(m, j)
+                 THEN Reply(FetchResponse(j, f, currentEpoch[j], leaderId[j],
+                                          FetchEpochError(m.epoch, j), -1,
+                                          << >>, NoDivergence, NoEcho), m)
+                 ELSE Discard(m)
               /\ UNCHANGED <<nodeVars, ghostCommitted>>
          [] OTHER ->
               LET valid   == \/ BugSkipFetchValidation
@@ -709,7 +755,7 @@ HandleFetchRequest(m) ==
                              ELSE DivergingEpochFor(log[j], m.lastFetchedEpoch)
               IN  /\ followerEndOffset' = [followerEndOffset EXCEPT ![j] = offsets]
                   /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![j] =
-                                             IF isVoter THEN @ \cup {f} ELSE @]
+                                             IF isVoter THEN RecordFetch(@, j, f) ELSE @]
                   /\ highWatermark'  = [highWatermark EXCEPT ![j] = hwm]
                   /\ ghostCommitted' = RecordCommitted(j, hwm)
                   /\ Reply(FetchResponse(j, f, currentEpoch[j], j, "NONE", hwm,

@@ -14,17 +14,17 @@ EXTENDS ELR, TLC
 
 (***************************************************************************)
 (* Bounded models end in states where only a bound stops progress (every   *)
-(* broker down with its last epoch used, or the last leader epoch used and *)
+(* broker down and no restart left, or the last leader epoch used and      *)
 (* nothing else to do).  TLC 2.15 has no CHECK_DEADLOCK keyword, so the    *)
 (* model lets those states stutter; a state that cannot move while no      *)
 (* bound is exhausted is still reported as a deadlock.                     *)
 (* (Argument: with leaderEpoch < MaxLeaderEpoch a running broker can always *)
 (* be fenced or unfenced, and a stopped broker whose epoch is below        *)
-(* MaxBrokerEpoch can always restart.)                                     *)
+(* MaxBrokerEpoch can always restart while Restarts < MaxRestarts.)       *)
 (***************************************************************************)
 BoundsExhausted ==
     \/ leaderEpoch = MaxLeaderEpoch
-    \/ \A b \in Brokers : ~alive[b] /\ brokerEpoch[b] = MaxBrokerEpoch
+    \/ \A b \in Brokers : ~alive[b] /\ (brokerEpoch[b] = MaxBrokerEpoch \/ Restarts = MaxRestarts)
 
 IdleAtBounds == BoundsExhausted /\ UNCHANGED vars
 

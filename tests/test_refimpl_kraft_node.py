@@ -47,7 +47,7 @@ def persisted(t, key):
 def leader_state(node="n1", epoch=2, log=None, **kw):
     log = recs(1, 1, 2) if log is None else log
     s = st(node, role=Role.LEADER, epoch=epoch, leader_id=node, voted_id=node, log=log,
-           epoch_start_offset=len(log) - 1, endorsed=frozenset({node}))
+           epoch_start_offset=len(log) - 1)
     return replace(s, **kw)
 
 
@@ -168,25 +168,35 @@ def test_observer_never_starts_an_election():
     assert N.handle_timer(N.initial_state("o1"), ELECTION) is None
 
 
-def test_majority_of_votes_enables_become_leader():
-    c = N.start_election(st("n1")).state
-    t = N.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 1, True))
-    assert isinstance(timer(t, BECOME_LEADER), SetTimer)
-    t2 = N.handle_timer(t.state, BECOME_LEADER)
+def test_majority_of_votes_makes_the_candidate_leader():
+    c = replace(N.start_election(st("n1", cluster_id="C")).state)
+    t2 = N.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 1, True))
+    assert t2.action == "HandleVoteResponse"   # spec: BecomeLeader inside HandleVoteResponse
     s = t2.state
     assert s.role is Role.LEADER and s.leader_id == "n1"
     rec = s.log[-1]
-    assert rec.epoch == 1 and rec.control == LeaderChange("cluster-n1-1", "n1", ("n1", "n2"))
+    assert rec.epoch == 1 and rec.control == LeaderChange("C", "n1", ("n1", "n2"))
+    assert s.high_watermark == 0            # only Fetch handling advances it
     assert persisted(t2, QUORUM_STATE).leader_id == "n1"
     assert persisted(t2, LOG) == s.log
     assert sorted(e.dst for e in t2.sends) == ["n2", "n3"]
     assert all(isinstance(e.payload, BeginQuorumEpochRequest) for e in t2.sends)
+    assert t2.split_sends == "SendBeginQuorumEpoch"
     assert isinstance(timer(t2, CHECK_QUORUM), SetTimer)
+
+
+def test_first_leader_generates_the_cluster_id():
+    c = N.start_election(st("n1")).state
+    s = N.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 1, True)).state
+    assert s.log[-1].control.cluster_id == "cluster-n1-1"
+    assert s.cluster_id is None     # cached only once committed
 
 
 def test_become_leader_not_enabled_without_majority():
     c = N.start_election(st("n1")).state
-    assert N.handle_timer(c, BECOME_LEADER) is None
+    assert N.become_leader(c) is None
+    t = N.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 0, True))  # stale epoch
+    assert t.state is c
 
 
 def test_vote_response_ignored_when_not_candidate():
@@ -203,21 +213,34 @@ def test_vote_response_with_newer_epoch_steps_down():
 
 
 def test_lost_election_backs_off_immediately():
-    # KIP-595 gridlock note: with two voters, one rejection already loses the election
+    # KIP-595 gridlock note: with two voters, one rejection already loses the election; the
+    # candidate steps down keeping its persisted self-vote and waits a random backoff
     two = KRaftNode(QuorumConfig(voters=("n1", "n2")))
     c = two.start_election(two.initial_state("n1")).state
     t = two.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 1, False))
-    assert t.state.backing_off
+    assert t.state.role is Role.VOTED and t.state.voted_id == "n1" and t.state.epoch == 1
     el = timer(t, ELECTION)
     assert el.delay_ms == 0 and 0 < el.jitter_ms <= two.cfg.election_backoff_max_ms
 
 
-def test_candidate_election_timeout_backs_off_then_retries():
+def test_one_rejection_of_three_is_only_recorded():
     c = N.start_election(st("n1")).state
-    t = N.handle_timer(c, ELECTION)
-    assert t.action == "ElectionTimeout" and t.state.backing_off
-    t2 = N.handle_timer(t.state, ELECTION)
-    assert t2.state.epoch == 2 and t2.state.role is Role.CANDIDATE
+    t = N.handle_message(c, "n2", VoteResponse(Errors.NONE, None, 1, False))
+    assert t.state.role is Role.CANDIDATE and t.state.votes_rejected == {"n2"}
+
+
+def test_invalid_cluster_id_vote_response_is_a_rejection():
+    two = KRaftNode(QuorumConfig(voters=("n1", "n2")))
+    c = two.start_election(two.initial_state("n1")).state
+    t = two.handle_message(c, "n2", VoteResponse(Errors.INVALID_CLUSTER_ID, None, 1, False))
+    assert t.state.role is Role.VOTED
+
+
+def test_candidate_election_timeout_starts_a_new_election():
+    c = N.start_election(st("n1")).state
+    t2 = N.handle_timer(c, ELECTION)
+    assert t2.action == "Timeout" and t2.state.epoch == 2 and t2.state.role is Role.CANDIDATE
+    assert t2.split_sends == "SendVoteRequest"
 
 
 def test_single_voter_becomes_leader_and_commits_alone():
@@ -253,22 +276,23 @@ def test_begin_quorum_epoch_older_epoch_fenced():
 
 def test_begin_quorum_epoch_inconsistent_cluster_id_terminates():
     t = N.handle_message(st(cluster_id="A"), "n1", BeginQuorumEpochRequest("B", "n1", 2))
-    assert t.halt and not t.sends
+    assert t.halt and not t.sends and t.state.role is Role.SHUTDOWN
 
 
 def test_begin_quorum_epoch_response_records_endorsement_and_fencing():
     s = leader_state()
     t = N.handle_message(s, "n2", BeginQuorumEpochResponse(Errors.NONE, "n1", 2))
-    assert "n2" in t.state.endorsed
+    assert t.state.follower_end_offset["n2"] == 0       # endorsed: end offset at least 0
     t = N.handle_message(s, "n2", BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, "n3", 3))
     assert t.state.role is Role.FOLLOWER and t.state.leader_id == "n3"
 
 
 def test_leader_resends_begin_quorum_epoch_until_endorsed():
-    s = leader_state(endorsed=frozenset({"n1", "n2"}))
+    from kraftcheck.values import Fn
+    s = leader_state(follower_end_offset=Fn({"n2": 0}))
     t = N.handle_timer(s, "resend")
-    assert [e.dst for e in t.sends] == ["n3"]
-    assert N.handle_timer(replace(s, endorsed=frozenset(VOTERS)), "resend") is None
+    assert [e.dst for e in t.sends] == ["n3"] and t.split_sends == "SendBeginQuorumEpoch"
+    assert N.handle_timer(replace(s, follower_end_offset=Fn({"n2": 0, "n3": 3})), "resend") is None
 
 
 # ---------------------------------------------------------------- EndQuorumEpoch
@@ -280,8 +304,16 @@ def end_req(succ, epoch=2, leader="n1"):
 def test_end_quorum_epoch_first_successor_elects_at_once():
     s = st("n2", role=Role.FOLLOWER, epoch=2, leader_id="n1")
     t = N.handle_message(s, "n1", end_req(("n2", "n3")))
-    assert timer(t, ELECTION) == SetTimer(ELECTION, 0)
-    assert only_send(t).error is Errors.NONE
+    assert t.state.role is Role.CANDIDATE and t.state.epoch == 3
+    assert persisted(t, QUORUM_STATE).voted_id == "n2"
+    assert {e.dst for e in t.sends} == {"n1", "n3"}
+
+
+def test_end_quorum_epoch_first_successor_respects_max_epoch():
+    bounded = KRaftNode(CFG, max_epoch=2)
+    s = st("n2", role=Role.FOLLOWER, epoch=2, leader_id="n1")
+    t = bounded.handle_message(s, "n1", end_req(("n2", "n3")))
+    assert t.state.role is Role.FOLLOWER and t.state.epoch == 2
 
 
 @pytest.mark.parametrize("pos,delay", [(1, 100), (2, 200), (3, 400)])
@@ -294,26 +326,27 @@ def test_end_quorum_epoch_successor_backoff(pos, delay):
     s = replace(node.initial_state(me), role=Role.FOLLOWER, epoch=2, leader_id="n1")
     t = node.handle_message(s, "n1", end_req(succ))
     assert timer(t, ELECTION) == SetTimer(ELECTION, delay)
+    assert t.state.role is Role.FOLLOWER and not t.sends
 
 
-def test_end_quorum_epoch_not_a_successor():
-    s = st("n3", role=Role.FOLLOWER, epoch=2, leader_id="n1")
-    r = only_send(N.handle_message(s, "n1", end_req(("n2",))))
-    assert r.error is Errors.INCONSISTENT_VOTER_SET
+@pytest.mark.parametrize("s,req", [
+    (st("n3", role=Role.FOLLOWER, epoch=2, leader_id="n1"), end_req(("n2",))),  # not a successor
+    (st("n2", role=Role.FOLLOWER, epoch=3, leader_id="n3"), end_req(("n2",), epoch=2)),  # old epoch
+    (st("n2", role=Role.FOLLOWER, epoch=2, leader_id="n3"), end_req(("n2",))),  # other leader
+    (st("n2", epoch=2, cluster_id="A"), EndQuorumEpochRequest("B", "n1", "n1", 2, ("n2",))),
+])
+def test_end_quorum_epoch_rejections_change_nothing(s, req):
+    t = N.handle_message(s, "n1", req)
+    assert t.state is s and not t.sends and not t.persist
 
 
-def test_end_quorum_epoch_old_epoch_rejected():
-    s = st("n2", role=Role.FOLLOWER, epoch=3, leader_id="n3")
-    r = only_send(N.handle_message(s, "n1", end_req(("n2",), epoch=2)))
-    assert r.error is Errors.FENCED_LEADER_EPOCH
-
-
-def test_resign_sends_successors_by_replicated_offset_and_halts():
+def test_resign_sends_successors_by_replicated_offset():
     from kraftcheck.values import Fn
-    s = leader_state(replica_end_offsets=Fn({"n2": 1, "n3": 3}))
+    s = leader_state(follower_end_offset=Fn({"n2": 1, "n3": 3}))
     t = N.resign(s)
-    assert t.halt
+    assert t.state.role is Role.RESIGNED and not t.halt
     assert {e.payload.preferred_successors for e in t.sends} == {("n3", "n2")}
+    assert t.split_sends is None        # spec Resign sends them all in one step
 
 
 def test_end_quorum_epoch_response_with_newer_leader():
@@ -331,7 +364,7 @@ def fetch(offset, last_epoch, epoch=2, cluster=None):
 def test_fetch_to_non_leader_returns_leader_hint():
     s = st("n2", role=Role.FOLLOWER, epoch=2, leader_id="n1")
     r = only_send(N.handle_message(s, "o1", fetch(0, 0)))
-    assert r.error is Errors.NOT_LEADER_FOR_PARTITION and r.leader_id == "n1"
+    assert r.error is Errors.NOT_LEADER_OR_FOLLOWER and r.leader_id == "n1" and r.high_watermark == -1
 
 
 def test_fetch_epoch_checks():
@@ -371,12 +404,15 @@ def test_hwm_bug_commits_old_epoch_records():
 def test_observer_fetch_does_not_advance_hwm():
     t = N.handle_message(leader_state(), "o1", fetch(3, 2))
     assert t.state.high_watermark == 0
-    assert t.state.replica_end_offsets["o1"] == 3
+    assert t.state.observer_end_offset["o1"] == 3
+    assert t.state.follower_end_offset == leader_state().follower_end_offset
 
 
 def test_fetch_batch_size_is_bounded():
     s = leader_state(log=recs(1, 1, 1, 1, 2))
     assert len(only_send(N.handle_message(s, "n2", fetch(0, 0))).records) == CFG.fetch_max_records
+    one = KRaftNode(QuorumConfig(voters=VOTERS, fetch_max_records=1))
+    assert len(only_send(one.handle_message(s, "n2", fetch(0, 0))).records) == 1
 
 
 # ---------------------------------------------------------------- Fetch response (follower)
@@ -423,7 +459,8 @@ def test_fetch_response_truncates_on_diverging_epoch():
 
 def test_fetch_response_invalid_cluster_id_is_fatal():
     s = follower()
-    assert N.handle_message(s, "n1", fresp(s, error=Errors.INVALID_CLUSTER_ID)).halt
+    t = N.handle_message(s, "n1", fresp(s, error=Errors.INVALID_CLUSTER_ID))
+    assert t.halt and t.state.role is Role.SHUTDOWN
 
 
 def test_fetch_response_newer_leader_is_followed_and_persisted():
@@ -437,7 +474,15 @@ def test_fetch_response_newer_leader_is_followed_and_persisted():
 def test_stale_or_duplicate_fetch_response_ignored():
     s = follower(recs(1, 1))
     old = fresp(s, fetch_offset=1, last_fetched_epoch=1, records=recs(1, 9)[1:])
-    assert N.handle_message(s, "n1", old).state is s
+    assert N.handle_message(s, "n1", old).state.log == s.log
+    assert N.handle_message(replace(s, fetch_pending=False), "n1", old).state.log == s.log
+
+
+def test_matching_response_accepted_even_after_request_timeout():
+    # spec HandleFetchResponse: any response answering the current position is applied
+    s = replace(follower(recs(1)), fetch_pending=False)
+    t = N.handle_message(s, "n1", fresp(s, records=recs(1, 1)[1:]))
+    assert len(t.state.log) == 2
 
 
 def test_cluster_id_cached_once_committed():
@@ -478,8 +523,9 @@ def test_leader_progress_timeout():
     s = leader_state()
     t = N.handle_timer(s, CHECK_QUORUM)
     assert t.action == "LeaderProgressTimeout" and t.state.role is Role.CANDIDATE
+    assert t.state.epoch == 3
     ok = N.handle_timer(replace(s, fetched_since_check=frozenset({"n3"})), CHECK_QUORUM)
-    assert ok.action == "CheckQuorum" and ok.state.role is Role.LEADER
+    assert ok.action == "LeaderProgressTimeout" and ok.state.role is Role.LEADER
     assert ok.state.fetched_since_check == frozenset()
 
 
@@ -523,7 +569,8 @@ def test_client_append_only_on_leader_and_synced():
 
 def test_describe_quorum():
     from kraftcheck.values import Fn
-    s = leader_state(replica_end_offsets=Fn({"n2": 2, "o1": 1}), high_watermark=2)
+    s = leader_state(follower_end_offset=Fn({"n2": 2}), observer_end_offset=Fn({"o1": 1}),
+                     high_watermark=2)
     d = N.describe_quorum(s)
     assert d.error is Errors.NONE and d.leader_id == "n1" and d.high_watermark == 2
     assert [(r.replica_id, r.log_end_offset) for r in d.current_voters] == [("n1", 3), ("n2", 2), ("n3", -1)]
@@ -536,3 +583,28 @@ def test_timers_cancelled_on_role_change():
     t = N.handle_message(leader_state(), "n3", vote(epoch=9, cand="n3", last_epoch=9, last_offset=9))
     assert isinstance(timer(t, CHECK_QUORUM), CancelTimer)
     assert t.state.role is Role.VOTED
+
+
+def test_restart_roles_follow_the_quorum_state_file():
+    from refimpl.kraft.state import QuorumStateFile
+    led = N.restart("n1", {QUORUM_STATE: QuorumStateFile("n1", 3, "n1", VOTERS)}).state
+    assert led.role is Role.RESIGNED and led.epoch == 3
+    cand = N.restart("n1", {QUORUM_STATE: QuorumStateFile(None, 3, "n1", VOTERS)})
+    assert cand.state.role is Role.CANDIDATE and cand.state.votes_granted == {"n1"}
+    assert timer(cand, "resend") == SetTimer("resend", 0)   # re-send the Vote requests
+    fol = N.restart("n2", {QUORUM_STATE: QuorumStateFile("n1", 3, None, VOTERS)}).state
+    assert fol.role is Role.FOLLOWER and fol.high_watermark == 0
+
+
+def test_resigned_leader_does_not_serve_fetches_and_times_out():
+    s = N.resign(leader_state()).state
+    r = only_send(N.handle_message(s, "n2", fetch(3, 2)))
+    assert r.error is Errors.NOT_LEADER_OR_FOLLOWER
+    assert N.handle_timer(s, ELECTION).state.role is Role.CANDIDATE
+
+
+def test_shutdown_replica_ignores_everything():
+    t = N.handle_message(st(cluster_id="A"), "n1", BeginQuorumEpochRequest("B", "n1", 2))
+    assert t.state.role is Role.SHUTDOWN
+    assert N.handle_message(t.state, "n1", vote()) is None
+    assert N.handle_timer(t.state, ELECTION) is None

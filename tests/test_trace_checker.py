@@ -4,7 +4,6 @@ the Ticket fixture spec (tests/fixtures/traces/ticket-graph.dot)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from trace_checker.graph import GraphFormatError, StateGraph
 from trace_checker.observe import Observer
 from trace_checker.partial import TraceRun
 from trace_checker.tlagen import ModelValues, Unwritable, value_size
-from trace_checker.traces import TraceMalformed, read_trace
+from trace_checker.traces import read_trace
 
 FIX = REPO_ROOT / "tests/fixtures/traces"
 
@@ -31,7 +30,7 @@ def ticket_graph() -> StateGraph:
 
 
 def check(path: Path, g: StateGraph) -> dict:
-    corpus._G = g
+    corpus._set_graph(g)
     return corpus._check_in_graph(str(path))
 
 
@@ -53,6 +52,10 @@ def test_dump_lines_and_escapes(tmp_path):
     g = StateGraph.from_dump(d)
     assert g.state(g.initial[0]) == {"s": 'a"b\\c', "x": 0}
     assert g.successors(1) == [("Stay", 1)]        # self-loops are transitions too
+    # the fast path keeps labels escaped and unescapes only distinct value texts
+    e = StateGraph.from_dump(read_dump(p, unescape=False))
+    assert [e.state(i) for i in range(len(e))] == [g.state(i) for i in range(len(g))]
+    assert e.succ == g.succ
 
 
 def test_dump_garbage_line_is_named(tmp_path):
@@ -77,11 +80,18 @@ def test_multiline_values_and_single_variable_labels():
 
 # --------------------------------------------------------------------------- index
 
+def test_escaped_and_unescaped_reading_agree(ticket_graph):
+    e = StateGraph.from_dump(read_dump(FIX / "ticket-graph.dot", unescape=False))
+    assert e.states == ticket_graph.states and e.succ == ticket_graph.succ
+    assert e.codec.texts == ticket_graph.codec.texts
+
+
 def test_graph_index_round_trips_through_the_cache_format(ticket_graph):
     g = ticket_graph
     assert len(g) == 105 and g.edge_count == 262     # TLC: 105 distinct states
     h = StateGraph.from_bytes(g.to_bytes())
-    assert h.states == g.states and h.succ == g.succ and h.initial == g.initial
+    assert h.states == g.states and h.initial == g.initial
+    assert [list(x) for x in h.succ] == g.succ           # loaded successor lists are tuples
     assert h.state(5) == g.state(5) and h.fingerprint(5) == fingerprint(make_fn(g.state(5)))
     with pytest.raises(GraphFormatError):
         StateGraph.from_bytes(b"not a graph")
@@ -115,6 +125,7 @@ EXPECTED = {
     "valid-beyond-bounds": ("recheck", 3),           # MaxTicket = 2 in the graph
     "partial-valid-holder": ("valid", None),
     "partial-invalid-holder": ("recheck", 4),
+    "valid-stutter": ("valid", None),                # a step that changes nothing
 }
 
 
@@ -194,9 +205,15 @@ def test_trace_strings_are_escaped_and_model_values_renamed():
 def test_value_size_covers_lengths_and_ints():
     assert value_size(Fn({"a": (1, 2, 3, 4), "b": frozenset({9})})) == 9
     assert value_size(tuple(range(3))) == 3
+    assert value_size(Fn({"m1": 2, "m2": 3})) == 5          # a bag of 5 messages
 
 
 def test_observed_values_unknown_to_the_graph_match_nothing(ticket_graph):
     t = read_trace(FIX / "valid-beyond-bounds.jsonl")
     keys = Observer(ticket_graph.codec, intern=False).keys(t)
     assert -1 in keys[3]          # ticket n1 = 3 never occurs in the bounded graph
+
+
+def test_stuttering_steps_are_allowed_and_counted(ticket_graph):
+    assert check(FIX / "valid-stutter.jsonl", ticket_graph)["stutters"] == 1
+    assert check(FIX / "valid-request-grant.jsonl", ticket_graph)["stutters"] == 0  # Tick is an edge

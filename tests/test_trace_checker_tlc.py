@@ -22,6 +22,7 @@ EXPECTED = {
     "valid-request-grant": "valid",
     "valid-beyond-bounds": "valid",          # beyond MaxTicket = 2, yet allowed by the spec
     "partial-valid-holder": "valid",
+    "valid-stutter": "valid",
     "invalid-double-grant": "invalid",
     "invalid-wrong-action": "invalid",
     "invalid-beyond-bounds": "invalid",      # a bug beyond the bounds is still a bug
@@ -68,6 +69,7 @@ def test_fixture_corpus_verdicts(mode, tlc_toolchain, tmp_path):
     assert not any(n.startswith("valid-") for n in kept)
     d = json.loads((tmp_path / "out/invalid-double-grant.jsonl.diagnosis.json").read_text())
     assert d["diagnosis"]["claimed_action"] == "GrantSome"
+    assert "not by the claimed Release" in got["invalid-wrong-action"]["diagnosis"]["summary"]
 
 
 def test_cli_json_and_exit_codes(tlc_toolchain):
@@ -78,10 +80,10 @@ def test_cli_json_and_exit_codes(tlc_toolchain):
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["counts"]["valid"] == 1
     bad = subprocess.run([sys.executable, "-m", "kraftcheck", "validate",
-                          str(FIX / "invalid-wrong-action.jsonl"), str(FIX / "malformed-truncated.jsonl"),
+                          str(FIX / "valid-stutter.jsonl"), str(FIX / "malformed-truncated.jsonl"),
                           "--graph", "ticket-graph", "--manifest", str(FIX)],
                          capture_output=True, text=True, cwd=REPO_ROOT)
-    assert bad.returncode == 1 and "not by the claimed Release" in bad.stdout.replace("\n", " ")
+    assert bad.returncode == 1 and "malformed-truncated.jsonl:4" in bad.stdout.replace("\n", "")
     sym = subprocess.run([sys.executable, "-m", "kraftcheck", "validate", str(FIX),
                           "--graph", "ticket-sym", "--manifest", str(FIX), "--json"],
                          capture_output=True, text=True, cwd=REPO_ROOT)

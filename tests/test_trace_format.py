@@ -39,7 +39,8 @@ def test_header_step_footer(trace):
     assert s0["step"] == 0 and s0["action"] == "Init" and s0["time_ms"] == 0
     assert set(s0["state"]) == set(h["variables"])
     f = json.loads(trace.lines[-1])
-    assert f["kind"] == "footer" and f["steps"] == 500 == len(trace.lines) - 3
+    assert f["kind"] == "footer" and f["actions"] == 500
+    assert f["steps"] == trace.trace_steps == len(trace.lines) - 3 <= 500
     assert set(f["invariants"]) >= {"AtMostOneLeaderPerEpoch", "LogMatching", "NoDoubleVote",
                                     "LeaderCompleteness", "NoCommittedRecordLost",
                                     "HighWatermarkMonotonic"}
@@ -51,13 +52,34 @@ def test_every_line_is_canonical_json(trace):
         assert dumps(json.loads(line)) == line
 
 
+def test_no_stutter_steps_are_written(trace):
+    states = [json.loads(l)["state"] for l in trace.lines[1:-1]]
+    assert all(a != b for a, b in zip(states, states[1:]))
+    assert trace.trace_steps < trace.steps  # crashes, partitions... were elided
+
+
+def test_action_names_are_spec_action_labels(trace):
+    labels = {"Timeout", "LeaderProgressTimeout", "Resign", "ClientRequest", "Restart",
+              "SendVoteRequest", "SendBeginQuorumEpoch", "SendFetchRequest",
+              "ReceiveVoteRequest", "ReceiveVoteResponse", "ReceiveBeginQuorumEpochRequest",
+              "ReceiveBeginQuorumEpochResponse", "ReceiveEndQuorumEpochRequest",
+              "ReceiveFetchRequest", "ReceiveFetchResponse", "DropMessage", "DuplicateMessage"}
+    used = {json.loads(l)["action"] for l in trace.lines[2:-1]}
+    assert used <= labels, used - labels
+
+
 def test_message_steps_carry_node_and_message(trace):
     steps = [json.loads(l) for l in trace.lines[1:-1]]
-    handled = [s for s in steps if s["action"].startswith("Handle")]
-    assert handled
+    handled = [s for s in steps if s["action"].startswith("Receive")]
+    sent = [s for s in steps if s["action"].startswith("Send")]
+    assert handled and sent
     for s in handled:
-        assert s["params"]["node"] == s["params"]["msg"]["mdest"]
-        assert "mtype" in s["params"]["msg"]
+        assert s["params"]["node"] == s["params"]["msg"]["dest"]
+        assert s["action"] == "Receive" + s["params"]["msg"]["type"]
+    for s in sent:  # one spec Send* step per request: the message appears in msgs
+        m = s["params"]["msg"]
+        assert s["params"]["node"] == m["src"] and m["type"].endswith("Request")
+        assert any(k == m for k, _ in s["state"]["msgs"]["#map"])
 
 
 class _Checked(KRaftAdapter):
@@ -99,10 +121,11 @@ def test_read_trace_and_itf_export(tmp_path, trace):
     p = tmp_path / "t.jsonl"
     p.write_text(trace.text())
     t = read_trace(p)
-    assert len(t.steps) == 501 and t.footer["steps"] == 500
+    n = trace.trace_steps
+    assert len(t.steps) == n + 1 and t.footer["steps"] == n
     doc = trace_to_itf(p)
     assert doc["vars"] == t.variables
-    assert len(doc["states"]) == 501
+    assert len(doc["states"]) == n + 1
     assert doc["states"][0]["#meta"] == {"index": 0, "action": "Init", "params": {}, "time_ms": 0}
     for st_ in doc["states"]:
         assert set(st_) == set(doc["vars"]) | {"#meta"}
@@ -131,7 +154,8 @@ def test_cli_simulate_writes_traces_and_manifest(tmp_path):
     assert [t["seed"] for t in m["traces"]] == [0, 1, 2]
     for t in m["traces"]:
         data = (out / t["file"]).read_bytes()
-        assert len(data) == t["bytes"] and t["steps"] == 200 and t["violations"] == []
+        assert len(data) == t["bytes"] and t["actions"] == 200 and t["violations"] == []
+        assert t["steps"] == len(data.decode().splitlines()) - 3
         assert validate_lines(data.decode().splitlines()) == []
     assert m["summary"]["traces_with_violations"] == 0
     # same arguments, same bytes
@@ -196,7 +220,7 @@ def test_cli_export_itf(tmp_path, trace):
     assert r.exit_code == 0, r.output
     written = json.loads(r.stdout)["written"]
     doc = json.loads(open(written[0]).read())
-    assert doc["#meta"]["format"] == "ITF" and len(doc["states"]) == 501
+    assert doc["#meta"]["format"] == "ITF" and len(doc["states"]) == trace.trace_steps + 1
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{}\n")
     r = runner.invoke(app, ["export", "itf", str(bad), "--out", str(tmp_path / "o")])

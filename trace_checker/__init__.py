@@ -20,6 +20,7 @@ Modules, one job each:
     tlagen.py        generating TLA+ modules and configs from trace values, safely
     neighbourhood.py successors of given states in one TLC run; initial states
     traces.py        parsing trace files defensively (malformed -> file, line, field)
+    observe.py       trace states -> codec keys, each distinct value decoded once
     partial.py       candidate-set stepping (partial observation)
     diagnose.py      nearest allowed successor, per-variable diff, enabled actions
     verdict.py       verdict records and their JSON / text forms

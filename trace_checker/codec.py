@@ -15,21 +15,106 @@ processes when there are many.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from kraftcheck.tla_values import parse_value
-from kraftcheck.values import Fn, Value, canonical_json, from_itf
+from kraftcheck.values import Fn, Value, canonical_json, from_itf, make_fn
 
-__all__ = ["Codec", "Key", "parse_texts"]
+__all__ = ["Codec", "Key", "parse_texts", "TextParser"]
 
 Key = tuple  # tuple[int | None, ...]
 
-_PARALLEL_MIN = 4000   # distinct texts below which a process pool costs more than it saves
+_PARALLEL_MIN = 20000  # distinct texts below which a process pool costs more than it saves
+
+
+_TOK = re.compile(r'"(?:[^"\\]|\\.)*"|<<|>>|[()\[\]{}]|,|@@|:>')
+_OPEN = {"(", "[", "{", "<<"}
+_CLOSE = {")", "]", "}", ">>"}
+_SPLIT_MIN = 48       # shorter texts go to Lark whole
+
+
+def _split_top(body: str, sep: str) -> list[str] | None:
+    """`body` cut at the separators `sep` not nested in brackets or strings."""
+    depth, start, out = 0, 0, []
+    for m in _TOK.finditer(body):
+        t = m.group()
+        if t[0] == '"':
+            continue
+        if t in _OPEN:
+            depth += 1
+        elif t in _CLOSE:
+            depth -= 1
+            if depth < 0:
+                return None
+        elif t == sep and depth == 0:
+            out.append(body[start:m.start()].strip())
+            start = m.end()
+    out.append(body[start:].strip())
+    return None if depth or any(not x for x in out) else out
+
+
+class TextParser:
+    """Parses TLC value texts with the Lark grammar, memoising sub-values.
+
+    A large set, sequence, record or function is cut at its top-level separators (outside
+    brackets and strings) and each element is parsed through the memo, so a message, a log or
+    a per-server map that occurs in many states is parsed by Lark once.  Anything that does not
+    cut cleanly is handed to Lark whole; the values are the ones Lark gives for the whole text.
+    """
+
+    def __init__(self) -> None:
+        self.memo: dict[str, Value] = {}
+
+    def parse(self, text: str) -> Value:
+        memo = self.memo
+        if text in memo:
+            return memo[text]
+        t = text.strip()
+        v = self._structured(t) if len(t) >= _SPLIT_MIN else None
+        if v is None:
+            v = parse_value(t)
+        memo[text] = v
+        return v
+
+    def _structured(self, t: str) -> Value | None:
+        first, last = t[0], t[-1]
+        if first == "{" and last == "}":
+            items = _split_top(t[1:-1], ",")
+            return None if items is None else frozenset(self.parse(x) for x in items)
+        if first == "<" and t.startswith("<<") and t.endswith(">>"):
+            items = _split_top(t[2:-2], ",")
+            return None if items is None else tuple(self.parse(x) for x in items)
+        if first == "[" and last == "]":
+            items = _split_top(t[1:-1], ",")
+            if items is None:
+                return None
+            fields = []
+            for it in items:
+                name, sep, val = it.partition("|->")
+                name = name.strip()
+                if not sep or not name.isidentifier():
+                    return None
+                fields.append((name, self.parse(val.strip())))
+            return make_fn(fields)
+        if first == "(" and last == ")":
+            pairs = _split_top(t[1:-1], "@@")
+            if pairs is None:
+                return None
+            out = []
+            for p in pairs:
+                kv = _split_top(p, ":>")
+                if kv is None or len(kv) != 2:
+                    return None
+                out.append((self.parse(kv[0]), self.parse(kv[1])))
+            return make_fn(out)
+        return None
 
 
 def _parse_chunk(texts: Sequence[str]) -> list[str]:
-    return [canonical_json(parse_value(t)) for t in texts]
+    p = TextParser()
+    return [canonical_json(p.parse(t)) for t in texts]
 
 
 def parse_texts(texts: Sequence[str], jobs: int = 1) -> list[str]:

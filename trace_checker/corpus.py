@@ -35,7 +35,7 @@ from trace_checker.codec import Codec
 from trace_checker.diagnose import diagnose
 from trace_checker.fullgraph import load_graph, resolve_entry
 from trace_checker.graph import StateGraph
-from trace_checker.neighbourhood import Neighbourhood, NeighbourhoodError
+from trace_checker.neighbourhood import BOUND_PREFIX, Neighbourhood, NeighbourhoodError
 from trace_checker.observe import Observer
 from trace_checker.partial import TraceRun
 from trace_checker.tlagen import Unwritable, value_size
@@ -65,19 +65,24 @@ def collect_files(paths: Iterable[str | os.PathLike]) -> list[str]:
 # --------------------------------------------------------------------------- full graph
 
 _G: StateGraph | None = None
-_G_NAME: str | None = None
+_OBS: Observer | None = None     # shared by the traces a process checks: values decode once
+
+
+def _set_graph(g: StateGraph) -> None:
+    global _G, _OBS
+    if _G is not g:
+        _G, _OBS = g, Observer(g.codec, intern=False)
 
 
 def _worker_init(entry: ConfigEntry) -> None:
-    global _G, _G_NAME
-    _G = load_graph(entry).graph
-    _G_NAME = entry.name
+    _set_graph(load_graph(entry).graph)
 
 
 def _check_in_graph(path: str) -> dict:
     """Check one file against the process's graph; "recheck" when it leaves the graph."""
     g = _G
-    assert g is not None
+    if g is None or _OBS is None or _OBS.codec is not g.codec:
+        raise RuntimeError("no graph loaded in this process (call _set_graph)")
     try:
         trace = read_trace(path)
     except TraceMalformed as e:
@@ -86,13 +91,13 @@ def _check_in_graph(path: str) -> dict:
         return V.out_of_scope(trace, "graph", f"the trace's variables {sorted(trace.variables)} "
                               f"are not the graph's {sorted(g.codec.variables)}")
     try:
-        keys = Observer(g.codec, intern=False).keys(trace)
+        keys = _OBS.keys(trace)
     except TraceMalformed as e:
         return V.malformed(path, e)
     run = TraceRun(trace, keys, g)
     outcome, k = run.advance()
     if outcome == "valid":
-        r = V.base(trace, "valid", "graph")
+        r = V.base(trace, "valid", "graph", stutters=run.stutters)
         if trace.partial:
             r["ambiguity"] = run.ambiguity()
         else:
@@ -166,7 +171,8 @@ def _spec_constants(e: ConfigEntry) -> set[str]:
 
 def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, tlc_workers: int,
                          jobs: int, timeout: float, mode: str = "neighbourhood",
-                         extra: dict | None = None) -> tuple[list[dict], dict]:
+                         extra: dict | None = None, raise_bounds: bool = True
+                         ) -> tuple[list[dict], dict]:
     """Verdicts for traces sharing a config (all with the same variables)."""
     extra = extra or {}
     variables = sorted(traces[0].variables)
@@ -184,8 +190,8 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
     size = max((value_size(codec.value(i, vid)) for i in range(len(variables))
                 for vid in range(len(codec.texts[i]))), default=0)
     mvs = set().union(*(t.model_values for t, _ in runs))
-    nb = Neighbourhood(base, variables, mvs, size, chunk=chunk, workers=tlc_workers,
-                       timeout=timeout, jobs=jobs, codec=codec)
+    nb = Neighbourhood(base, variables, mvs, size if raise_bounds else -1, chunk=chunk,
+                       workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec)
     g = nb.graph
     try:
         nb.ensure_initial()
@@ -233,7 +239,7 @@ def _nb_stats(nb: Neighbourhood) -> dict:
 def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict) -> dict:
     t = run.trace
     if outcome == "valid":
-        r = V.base(t, "valid", mode, **extra)
+        r = V.base(t, "valid", mode, stutters=run.stutters, **extra)
     elif outcome == "too_ambiguous":
         return V.out_of_scope(t, mode, f"step {k}: more than {run.max_candidates} candidate "
                               "states (too little is observed)", **extra)
@@ -244,6 +250,39 @@ def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict) -> dict:
     if t.partial:
         r["ambiguity"] = run.ambiguity()
     return r
+
+
+def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | None,
+               kw: dict, phase1: bool = True) -> tuple[list[dict], list[dict]]:
+    """Phase 1 under the config's own constants (fewer successors per state, so a cheaper
+    TLC run); the traces it does not find valid are judged again in phase 2 with the Max*
+    bounds raised, which decides.  Raising an upper bound only adds behaviours, so a trace
+    valid in phase 1 is valid in phase 2."""
+    stats: list[dict] = []
+
+    def run(ts: list[Trace], raise_bounds: bool) -> list[dict]:
+        try:
+            rs, st = _check_neighbourhood(ts, base, mode=mode, extra=extra,
+                                          raise_bounds=raise_bounds, **kw)
+        except Unwritable as e:
+            rs, st = [V.out_of_scope(t, mode, str(e)) for t in ts], {}
+        if st:
+            st["bounds"] = "raised" if raise_bounds else "config"
+            stats.append(st)
+        return rs
+    cfg = parse_cfg(base.cfg_path)
+    if not phase1 or not any(n.startswith(BOUND_PREFIX) and type(v) is int
+                             for n, v in cfg.constants.items()):
+        return run(traces, True), stats
+    first = run(traces, False)
+    done = [r for r in first if r["verdict"] in ("valid", "malformed")]
+    again = {r["file"] for r in first if r["verdict"] not in ("valid", "malformed")}
+    if again:
+        second = run([t for t in traces if t.path in again], True)
+        for r in second:
+            r["bounds_raised"] = True
+        done.extend(second)
+    return done, stats
 
 
 def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntry | None,
@@ -282,13 +321,10 @@ def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntr
     stats = []
     for key, traces in groups.items():
         base = bases[key]
-        try:
-            rs, st = _check_neighbourhood(traces, base, mode=mode, extra=extra, **kw)
-        except Unwritable as e:
-            rs, st = [V.out_of_scope(t, mode, str(e)) for t in traces], {}
+        # a re-check from full-graph mode already failed under the config's own bounds
+        rs, st = _two_phase(traces, base, mode, extra, kw, phase1=base_override is None)
         results.extend(rs)
-        if st:
-            stats.append(st)
+        stats.extend(st)
         done += len(traces)
         if progress:
             progress(done, total)
@@ -300,11 +336,12 @@ def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntr
 def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry | None = None,
                     lazy: bool = False, jobs: int = 1, out: str | os.PathLike | None = None, *,
                     manifest_dir: Path | None = None, recheck: bool = True, chunk: int = 4000,
-                    tlc_workers: int = 1, timeout: float = 1800,
+                    tlc_workers: int = 1, timeout: float = 1800, module: str | None = None,
                     progress: Progress | None = None) -> dict:
     """Check every trace file under `paths`; returns the corpus summary (JSON-able dict).
 
-    graph: a no-symmetry bfs config (manifest name or ConfigEntry) for full-graph mode;
+    graph: a no-symmetry bfs config (manifest name, ConfigEntry, or a .cfg file with `module`)
+    for full-graph mode;
     otherwise neighbourhood mode (`lazy`).  jobs: worker processes (full-graph mode) and
     dump-parsing processes.  out: folder where failing traces and their diagnoses are kept.
     """
@@ -318,14 +355,13 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
     nb_stats: list[dict] = []
     visited: list[list[int]] = []
     if graph is not None:
-        entry = resolve_entry(graph, manifest_dir)
+        entry = resolve_entry(graph, manifest_dir, module)
         gl = load_graph(entry, jobs=max(1, jobs))
         g = gl.graph
         summary["graph"] = {"config": entry.name, "states": len(g), "edges": g.edge_count,
                             "cached": gl.cached, "load_seconds": round(gl.seconds, 3),
                             "tlc_seconds": round(gl.tlc_seconds, 2),
                             "parse_seconds": round(gl.parse_seconds, 3)}
-        global _G, _G_NAME
         t1 = time.monotonic()
         if jobs > 1 and len(files) > 1:
             results = []
@@ -335,7 +371,7 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                     if progress:
                         progress(i + 1, total)
         else:
-            _G, _G_NAME = g, entry.name
+            _set_graph(g)
             results = []
             for i, f in enumerate(files):
                 results.append(_check_in_graph(f))

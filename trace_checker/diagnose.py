@@ -5,7 +5,8 @@ At a failing step k the candidate sources are the states the trace may be in aft
 allowed state; the nearest to the observed state is the one differing in the fewest observed
 variables (ties: the claimed action first).  The diagnosis names the event, the claimed action,
 the actions enabled in the source(s), the actions (if any) that DO lead to the observed state,
-and for each differing variable the expected and observed values with the paths inside them
+the nearest successor by the claimed action when another action's is nearer, and for each
+differing variable the expected and observed values with the paths inside them
 that differ.
 """
 
@@ -94,6 +95,11 @@ def diagnose(trace: Trace, keys: list[Key], k: int, sources: list[int], g: State
         alts.append(_alternative(g, trace, k, d, action, obs))
     diag["nearest"] = alts[0]
     diag["alternatives"] = alts[1:]
+    if alts[0]["action"] != step.action:
+        by_claimed = next((x for x in scored if x[2] == step.action), None)
+        if by_claimed is not None:
+            diag["nearest_by_claimed_action"] = _alternative(g, trace, k, by_claimed[3],
+                                                             step.action, obs)
     near = alts[0]
     if leading:
         why = (f"the observed state follows from the source by {', '.join(leading)}, "

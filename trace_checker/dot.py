@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["DotDump", "DotFormatError", "read_dump", "unescape_label", "split_label"]
+__all__ = ["DotDump", "DotFormatError", "read_dump", "unescape_label", "split_label",
+           "split_escaped_label"]
 
 _NODE = re.compile(r'(-?\d+) \[label="((?:[^"\\]|\\.)*)"(,style = filled)?\];?\s*$')
 _EDGE = re.compile(r'(-?\d+) -> (-?\d+)(?: \[label="((?:[^"\\]|\\.)*)"[^\]]*\])?;?\s*$')
@@ -40,6 +41,7 @@ class DotDump:
 
     labels: dict[int, str] = field(default_factory=dict)       # TLC id -> state text
     initial: list[int] = field(default_factory=list)           # TLC ids of initial states
+    escaped: bool = False                                      # labels still dot-escaped
     edges: list[tuple[int, int, str]] = field(default_factory=list)  # (src, dst, action)
 
 
@@ -54,29 +56,66 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         yield from enumerate(f, 1)
 
 
-def read_dump(path: str | Path) -> DotDump:
-    """Read a dot dump; raises DotFormatError naming the line of anything unexpected."""
+def read_dump(path: str | Path, unescape: bool = True) -> DotDump:
+    """Read a dot dump; raises DotFormatError naming the line of anything unexpected.
+
+    unescape=False keeps labels dot-escaped (`split_escaped_label` cuts those; the caller
+    unescapes only the distinct value texts).  Lines are cut with str methods, not a regex:
+    labels of large states are long.
+    """
     path = Path(path)
-    dump = DotDump()
+    dump = DotDump(escaped=not unescape)
     labels, initial, edges = dump.labels, dump.initial, dump.edges
     for lineno, line in _lines(path):
         c = line[:1]
-        if c == "-" or c.isdigit():
-            if line.startswith("->", line.find(" ") + 1):
-                m = _EDGE.match(line)
-                if m is None:
-                    raise DotFormatError(f"{path}:{lineno}: not a dot edge: {line[:80]!r}")
-                edges.append((int(m.group(1)), int(m.group(2)), m.group(3) or ""))
+        if not (c == "-" or c.isdigit()):
+            continue    # graph header, attributes, rank lines and braces carry nothing we need
+        sp = line.find(" ")
+        try:
+            if line.startswith("->", sp + 1):
+                sp2 = line.index(" ", sp + 4)
+                src, dst = int(line[:sp]), int(line[sp + 4:sp2])
+                rest = line[sp2:]
+                if rest.startswith(' [label="'):
+                    action = rest[9:rest.index('"', 9)]
+                elif rest.strip() in ("", ";"):
+                    action = ""
+                else:
+                    raise ValueError(rest)
+                edges.append((src, dst, action))
+                continue
+            ident = int(line[:sp])
+            if not line.startswith(' [label="', sp):
+                raise ValueError(line)
+            body = line[sp + 9:].rstrip()
+            if body.endswith('",style = filled]'):
+                label, init = body[:-17], True
+            elif body.endswith('"];'):
+                label, init = body[:-3], False
+            elif body.endswith('"]'):
+                label, init = body[:-2], False
             else:
-                m = _NODE.match(line)
-                if m is None:
-                    raise DotFormatError(f"{path}:{lineno}: not a dot node: {line[:80]!r}")
-                ident = int(m.group(1))
-                labels[ident] = unescape_label(m.group(2))
-                if m.group(3):
-                    initial.append(ident)
-        # graph header, attributes, rank lines and braces carry nothing we need
+                raise ValueError(body[-20:])
+        except ValueError:
+            what = "edge" if line.startswith("->", sp + 1) else "node"
+            raise DotFormatError(f"{path}:{lineno}: not a dot {what}: {line[:80]!r}") from None
+        labels[ident] = unescape_label(label) if unescape else label
+        if init:
+            initial.append(ident)
     return dump
+
+
+_ESC_CONJ = "\\n/\\\\ "      # a newline then the next conjunct, as dot escapes them
+
+
+def split_escaped_label(label: str) -> list[tuple[str, str]]:
+    """[(variable, escaped value text)] of a dot-escaped state label (see split_label)."""
+    parts = label[4:].split(_ESC_CONJ) if label.startswith("/\\\\ ") else [label]
+    out = [p.partition(" = ")[::2] for p in parts]
+    for name, text in out:
+        if not text:
+            raise DotFormatError(f"state label without `var = value`: {label[:80]!r}")
+    return out
 
 
 def split_label(label: str) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kraftcheck.paths import CONFIG_DIR
 from kraftcheck.tlc.cfg import parse_cfg
-from kraftcheck.tlc.manifest import ConfigEntry, find_entry, load_manifest
+from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, find_entry, load_manifest
 from kraftcheck.tlc.runner import run_config
 from trace_checker.cache import cache_dir, load_cached, spec_key, store
 from trace_checker.dot import read_dump
@@ -37,10 +37,26 @@ class GraphLoad:
     parse_seconds: float = 0.0
 
 
-def resolve_entry(name: str | ConfigEntry, manifest_dir: Path | None = None) -> ConfigEntry:
+def resolve_entry(name: str | ConfigEntry, manifest_dir: Path | None = None,
+                  module: str | Path | None = None) -> ConfigEntry:
+    """A manifest config by name, or a .cfg file (its manifest entry, else run with `module`)."""
     if isinstance(name, ConfigEntry):
         return name
-    return find_entry(name, load_manifest(manifest_dir or CONFIG_DIR))
+    entries = load_manifest(manifest_dir or CONFIG_DIR)
+    p = Path(name)
+    if p.suffix == ".cfg" and p.is_file():
+        for e in entries:
+            if e.cfg_path.resolve() == p.resolve():
+                return e
+        if module is None:
+            raise ManifestError(f"{name} is not in the manifest: give the module it configures")
+        m = Path(module).resolve()
+        if not m.is_file():
+            raise ManifestError(f"module {module} does not exist")
+        return ConfigEntry(name=p.stem, module=str(m), cfg=str(p.resolve()), profile="ci",
+                           expect="ok", description="given on the command line", kip="none",
+                           manifest="command line")
+    return find_entry(name, entries)
 
 
 def check_graph_config(entry: ConfigEntry) -> None:
@@ -78,7 +94,7 @@ def load_graph(name: str | ConfigEntry, *, manifest_dir: Path | None = None, job
         why = "; ".join(e.message.splitlines()[0] for e in res.errors[:3]) or res.violated or ""
         raise GraphBuildError(f"TLC did not explore {entry.name} completely (status "
                               f"{res.status}{': ' + why if why else ''}); log: {res.log}")
-    raw = read_dump(dump)
+    raw = read_dump(dump, unescape=False)
     g = StateGraph.from_dump(raw, jobs=jobs, source=str(dump), meta={
         "config": entry.name, "module": entry.module, "cfg": entry.cfg, "key": key,
         "tlc_distinct_states": res.distinct_states, "dump": str(dump)})

@@ -19,11 +19,12 @@ import networkx as nx
 
 from kraftcheck.values import fingerprint, make_fn
 from trace_checker.codec import Codec, Key, parse_texts
-from trace_checker.dot import DotDump, DotFormatError, split_label
+from trace_checker.dot import (DotDump, DotFormatError, split_escaped_label, split_label,
+                               unescape_label)
 
 __all__ = ["StateGraph", "GraphFormatError"]
 
-FORMAT = 1
+FORMAT = 2
 
 
 class GraphFormatError(ValueError):
@@ -37,7 +38,7 @@ class StateGraph:
         self.meta: dict = dict(meta or {})
         self.states: list[Key] = []
         self.index: dict[Key, int] = {}
-        self.succ: list[list[tuple[int, int]]] = []
+        self.succ: list = []        # per state: a list (or, loaded, a tuple) of (action, dst)
         self.actions: list[str] = []
         self.action_ids: dict[str, int] = {}
         self.initial: list[int] = []
@@ -64,6 +65,8 @@ class StateGraph:
         e = (self.action_id(action), dst)
         lst = self.succ[src]
         if e not in lst:
+            if type(lst) is tuple:
+                lst = self.succ[src] = list(lst)
             lst.append(e)
 
     def add_dump(self, dump: DotDump, *, jobs: int = 1, expand: str = "all",
@@ -76,34 +79,35 @@ class StateGraph:
         """
         codec = self.codec
         nvars = len(codec.variables)
-        split: dict[int, list[tuple[str, str]]] = {}
+        pos = codec.position
+        split: dict[int, list] = {}
         distinct: list[dict[str, None]] = [{} for _ in range(nvars)]
+        splitter = split_escaped_label if dump.escaped else split_label
         for tid, label in dump.labels.items():
             try:
-                parts = split_label(label)
-            except DotFormatError as e:
-                raise GraphFormatError(f"{source}: state {tid}: {e}") from None
-            if len(parts) != nvars or any(codec.position.get(v) is None for v, _ in parts):
-                raise GraphFormatError(
-                    f"{source}: state {tid} has variables {sorted(v for v, _ in parts)}, "
-                    f"expected {sorted(codec.variables)}")
+                parts = [(pos[v], text) for v, text in splitter(label)]
+            except (DotFormatError, KeyError) as e:
+                raise GraphFormatError(f"{source}: state {tid}: unexpected label ({e}); the "
+                                       f"variables are {sorted(codec.variables)}") from None
+            if len(parts) != nvars:
+                raise GraphFormatError(f"{source}: state {tid} has {len(parts)} variables, "
+                                       f"expected {nvars}: {sorted(codec.variables)}")
             split[tid] = parts
-            for v, text in parts:
-                distinct[codec.position[v]][text] = None
+            for p, text in parts:
+                distinct[p][text] = None
         flat = [(i, t) for i in range(nvars) for t in distinct[i]]
         try:
-            cjson = parse_texts([t for _, t in flat], jobs)
+            texts = [unescape_label(t) for _, t in flat] if dump.escaped else [t for _, t in flat]
+            cjson = parse_texts(texts, jobs)
         except ValueError as e:
             raise GraphFormatError(f"{source}: {e}") from None
         text_id: list[dict[str, int]] = [{} for _ in range(nvars)]
         for (i, t), cj in zip(flat, cjson):
             text_id[i][t] = codec.intern(i, cj)
-        pos = codec.position
         tid_to_state: dict[int, int] = {}
         for tid, parts in split.items():
             key = [0] * nvars
-            for v, text in parts:
-                p = pos[v]
+            for p, text in parts:
                 key[p] = text_id[p][text]
             tid_to_state[tid] = self.add_state(tuple(key))
         if mark_initial:
@@ -131,7 +135,8 @@ class StateGraph:
             first = next(iter(dump.labels.values()), None)
             if first is None:
                 raise GraphFormatError(f"{source}: the dump holds no state")
-            variables = sorted(v for v, _ in split_label(first))
+            splitter = split_escaped_label if dump.escaped else split_label
+            variables = sorted(v for v, _ in splitter(first))
         g = cls(Codec(variables), complete=True, meta=meta)
         g.add_dump(dump, jobs=jobs, expand="all", source=source)
         return g
@@ -200,12 +205,8 @@ class StateGraph:
         ve = set(visited_edges)
         all_actions = set(self.actions)
         seen_actions = {a for _, a, _ in ve}
-        reach = set()
-        g = self.to_networkx()
-        for s in self.initial:
-            reach |= nx.descendants(g, s) | {s}
         return {
-            "states": len(self.states), "reachable_states": len(reach),
+            "states": len(self.states),
             "states_visited": len(vs), "edges": self.edge_count, "edges_visited": len(ve),
             "state_coverage": round(len(vs) / len(self.states), 4) if self.states else 0.0,
             "actions_never_taken": sorted(all_actions - seen_actions),
@@ -216,7 +217,7 @@ class StateGraph:
         return marshal.dumps({
             "format": FORMAT, "complete": self.complete, "meta": self.meta,
             "codec": self.codec.to_data(), "states": self.states, "actions": self.actions,
-            "succ": [tuple(x for e in lst for x in e) for lst in self.succ],
+            "succ": [tuple(lst) for lst in self.succ],
             "initial": self.initial, "expanded": sorted(self.expanded),
         })
 
@@ -233,7 +234,7 @@ class StateGraph:
         g.index = dict(zip(g.states, range(len(g.states))))
         g.actions = d["actions"]
         g.action_ids = {a: i for i, a in enumerate(g.actions)}
-        g.succ = [list(zip(t[0::2], t[1::2])) for t in d["succ"]]
+        g.succ = d["succ"]          # tuples of (action, successor); add_edge copies on write
         g.initial = d["initial"]
         g.expanded = set(d["expanded"])
         return g

@@ -139,10 +139,12 @@ class Neighbourhood:
             why = "; ".join(e.message.strip().splitlines()[0] for e in res.errors[:2] if e.message.strip())
             return None, f"TLC {res.status}: {why or 'no detail'} (log {res.log})"
         try:
-            raw = read_dump(dump)
+            raw = read_dump(dump, unescape=False)
         except ValueError as e:
             return None, f"unreadable dump: {e}"
         shutil.rmtree(folder, ignore_errors=True)
+        if res.log:                      # TLC's run folder; kept (with its log) on failure
+            shutil.rmtree(Path(res.log).parent, ignore_errors=True)
         return raw, None
 
     # ---- queries -----------------------------------------------------------------------

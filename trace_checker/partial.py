@@ -7,6 +7,11 @@ so far: step 0 keeps the initial states that agree with the observed variables; 
 successors, by an edge labelled with the claimed action, of step k-1's candidates that agree
 with step k's observed variables.  The trace is valid when the set never becomes empty.
 
+Stuttering: the specs are `Init /\\ [][Next]_vars`, so a step that leaves the state unchanged is
+allowed whatever it claims (a crash of a node whose state the spec keeps, a timer that changes
+nothing); it keeps the candidates that agree with the step's observation.  Complete-observation
+stutters are counted (`stutters`).
+
 A run is resumable: in neighbourhood mode `advance` stops with ("need", states) when a candidate
 has not been expanded yet, and the driver asks TLC for those successors and calls it again.
 """
@@ -44,6 +49,7 @@ class TraceRun:
     max_seen: int = 0
     ambiguous_steps: int = 0
     path: list[int] = field(default_factory=list)     # matched states (complete observation)
+    stutters: int = 0                                  # complete steps that changed nothing
 
     def advance(self) -> tuple[str, object]:
         """("valid", None) | ("fail", k) | ("need", [states]) | ("too_ambiguous", k)."""
@@ -66,10 +72,8 @@ class TraceRun:
                 need = [c for c in cands if c not in expanded]
                 if need:
                     return "need", need
-            aid = g.action_ids.get(steps[self.k].action)
+            aid = g.action_ids.get(steps[self.k].action, -1)
             key = keys[self.k]
-            if aid is None:
-                return "fail", self.k
             if None not in key:
                 t = index.get(key)
                 if t is None:
@@ -79,7 +83,9 @@ class TraceRun:
                     if e in succ[c]:
                         break
                 else:
-                    return "fail", self.k
+                    if t not in cands:
+                        return "fail", self.k
+                    self.stutters += 1          # [Next]_vars: an unchanged state is allowed
                 new = [t]
             else:
                 obs = observed_positions(key)
@@ -87,6 +93,8 @@ class TraceRun:
                     return "fail", self.k
                 seen: dict[int, None] = {}
                 for c in cands:
+                    if matches(states[c], obs):
+                        seen[c] = None          # stuttering step
                     for a, d in succ[c]:
                         if a == aid and d not in seen and matches(states[d], obs):
                             seen[d] = None

@@ -15,9 +15,11 @@ is rejected here (the trace is then out of the model's scope, not a counterexamp
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
-from kraftcheck.tlc.cfg import TLCConfig
+from kraftcheck.tlc.cfg import KEYWORDS, TLCConfig
 from kraftcheck.values import Fn, Value, ValueError_, is_identifier, to_tla
 
 __all__ = ["MV_PREFIX", "Unwritable", "ModelValues", "cfg_constants", "value_size",
@@ -46,7 +48,8 @@ def check_tlc_ints(v: Value, where: str = "value") -> None:
 
 
 def value_size(v: Value) -> int:
-    """The largest integer, sequence length, set size or domain size inside a value."""
+    """The largest integer, sequence length, set size, domain size or bag cardinality (sum of
+    an integer-valued function) inside a value."""
     t = type(v)
     if t is bool or t is str:
         return 0
@@ -55,7 +58,10 @@ def value_size(v: Value) -> int:
     if t is tuple or t is frozenset:
         return max([len(v)] + [value_size(x) for x in v])
     if t is Fn:
-        return max([len(v)] + [max(value_size(k), value_size(x)) for k, x in v.items()])
+        m = max([len(v)] + [max(value_size(k), value_size(x)) for k, x in v.items()])
+        if all(type(x) is int for x in v.values()):     # a bag: its cardinality is the sum
+            m = max(m, sum(abs(x) for x in v.values()))
+        return m
     return 0
 
 
@@ -105,46 +111,29 @@ class ModelValues:
         return [f"{self.renamed[n]} = {n}" for n in sorted(self.used)]
 
 
-def cfg_constants(cfg: TLCConfig, overrides: Mapping[str, Value] | None = None) -> list[str]:
-    """The CONSTANT lines of a config, with `overrides` applied, as TLC config text."""
-    overrides = dict(overrides or {})
-    lines = []
-    for name, value in cfg.constants.items():
-        if name in cfg.model_values:
-            lines.append(f"{name} = {name}")
-            continue
-        value = overrides.get(name, value)
-        try:
-            lines.append(f"{name} = {to_tla(value, cfg.model_values | _model_values_in(value, cfg))}")
-        except ValueError_ as e:
-            raise Unwritable(f"{cfg.path}: constant {name}: {e}") from None
-    for name, op in cfg.substitutions.items():
-        if not is_identifier(name) or not is_identifier(op):
-            raise Unwritable(f"{cfg.path}: substitution {name} <- {op} is not two identifiers")
-        lines.append(f"{name} <- {op}")
-    return lines
-
-
-def _model_values_in(value: Value, cfg: TLCConfig) -> set[str]:
-    """Strings in a config constant are model values unless written as string literals; the
-    config parser keeps only bare names, which are identifiers (so model values)."""
-    out: set[str] = set()
-
-    def walk(v: Value) -> None:
-        t = type(v)
-        if t is str:
-            if is_identifier(v):
-                out.add(v)
-        elif t is tuple or t is frozenset:
-            for x in v:
-                walk(x)
-        elif t is Fn:
-            for k, x in v.items():
-                walk(k)
-                walk(x)
-
-    walk(value)
-    return out
+def cfg_constants(cfg: TLCConfig, overrides: Mapping[str, int] | None = None) -> list[str]:
+    """The CONSTANT section(s) of a config as text lines, verbatim (so a string constant stays a
+    string and a model value a model value), with integer `overrides` substituted."""
+    text = Path(cfg.path).read_text(encoding="utf-8")
+    text = re.sub(r"\(\*.*?\*\)", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
+    text = re.sub(r"\\\*[^\n]*", "", text)
+    lines, inside = [], False
+    for raw in text.splitlines():
+        words = raw.split()
+        if words and words[0] in KEYWORDS:
+            inside = words[0] in ("CONSTANT", "CONSTANTS")
+            raw = raw.strip()[len(words[0]):] if inside else ""
+        if inside and raw.strip():
+            lines.append(raw.strip())
+    body = "\n".join(lines)
+    for name, value in (overrides or {}).items():
+        if type(value) is not int or not is_identifier(name):
+            raise Unwritable(f"override {name} = {value!r}: only integer constants are raised")
+        body, n = re.subn(rf"(?<![A-Za-z0-9_]){re.escape(name)}(\s*=\s*)-?[0-9]+(?![0-9])",
+                          lambda m: f"{name}{m.group(1)}{value}", body)
+        if n != 1:
+            raise Unwritable(f"{cfg.path}: cannot find the assignment of {name} to raise it")
+    return body.splitlines()
 
 
 def state_tuple(mv: ModelValues, state: Mapping[str, Value], variables: Sequence[str],

@@ -33,6 +33,8 @@ def validate(
     no_recheck: bool = typer.Option(False, "--no-recheck", help="Full-graph mode: do not "
                                     "re-check steps leaving the graph (they become out of scope)."),
     chunk: int = typer.Option(4000, "--chunk", min=1, help="Source states per TLC run."),
+    module: Path = typer.Option(None, "--module", help="With --graph FILE.cfg not in the "
+                                "manifest: the TLA+ module it configures."),
     show_valid: bool = typer.Option(False, "--show-valid", help="List valid traces too."),
 ) -> None:
     """Check traces against the spec: valid, invalid (with diagnosis), out of scope, malformed."""
@@ -50,14 +52,15 @@ def validate(
     try:
         if as_json or total == 0:
             summary = validate_corpus(paths, graph=graph, lazy=lazy, jobs=jobs, out=out,
-                                      manifest_dir=manifest, recheck=not no_recheck, chunk=chunk)
+                                      manifest_dir=manifest, recheck=not no_recheck, chunk=chunk,
+                                      module=module)
         else:
             with Progress(TextColumn("validate"), BarColumn(), MofNCompleteColumn(),
                           TimeElapsedColumn(), console=err_console, transient=True) as bar:
                 task = bar.add_task("traces", total=total)
                 summary = validate_corpus(
                     paths, graph=graph, lazy=lazy, jobs=jobs, out=out, manifest_dir=manifest,
-                    recheck=not no_recheck, chunk=chunk,
+                    recheck=not no_recheck, chunk=chunk, module=module,
                     progress=lambda done, _total: bar.update(task, completed=done))
     except (ToolchainError, ManifestError, CfgError, GraphBuildError, NeighbourhoodError) as e:
         _fail(str(e), as_json)

@@ -171,7 +171,7 @@ class Broker:
         if old is not None and md == old:
             return s, ()
         sends: tuple[Envelope, ...] = ()
-        new_epoch = old is None or old.leader_epoch != md.leader_epoch
+        new_epoch = old is None or old.leader_epoch != md.leader_epoch or old.leader != md.leader
         if new_epoch:
             # Leadership changed: drop leader-only state; requests waiting for acks fail.
             sends = tuple(self._env(s, a.src, ProduceResponse(a.request_id, "NOT_LEADER"))
@@ -333,7 +333,8 @@ class Broker:
         resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, entries, s.hwm)
         return Transition(state=s, action="HandleFetch",
                           params={"broker": s.broker_id, "follower": req.replica_id,
-                                  "fetchOffset": req.fetch_offset},
+                                  "fetchOffset": req.fetch_offset,
+                                  "proposeExpand": bool(sends)},
                           sends=(self._env(s, src, resp),) + sends + acks)
 
     def on_fetch_response(self, s: BrokerState, src: str, resp: FetchResponse,

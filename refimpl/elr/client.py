@@ -30,10 +30,11 @@ class AckedRecord:
 class ClientState:
     next_request_id: int = 1
     outstanding: tuple[tuple[int, str, str], ...] = ()   # (request id, value, acks)
-    acked: tuple[AckedRecord, ...] = ()
+    acked: tuple[AckedRecord, ...] = ()                   # acks=all records, in ack order
+    acked_one: int = 0                                    # acks=1 acknowledgements received
 
     def acked_all(self) -> tuple[AckedRecord, ...]:
-        return tuple(a for a in self.acked if a.acks == "all")
+        return self.acked
 
 
 class Client:
@@ -45,7 +46,7 @@ class Client:
 
     def restart(self, disk: dict) -> ClientState:
         return ClientState(next_request_id=disk.get("next_request_id", 1),
-                           acked=disk.get("acked", ()))
+                           acked=disk.get("acked", ()), acked_one=disk.get("acked_one", 0))
 
     def produce(self, s: ClientState, leader: str, value: str, acks: str) -> Transition:
         rid = s.next_request_id
@@ -71,6 +72,11 @@ class Client:
         if msg.error != "NONE":
             return Transition(state=replace(s, outstanding=rest), action="ProduceFailed",
                               params={"error": msg.error})
+        if msg.acks != "all":
+            s2 = replace(s, outstanding=rest, acked_one=s.acked_one + 1)
+            return Transition(state=s2, action="ProduceAcked",
+                              params={"offset": msg.offset, "acks": msg.acks},
+                              persist=(Persist("acked_one", s2.acked_one),))
         rec = AckedRecord(msg.offset, msg.entry, msg.acks, msg.replicas_with_record, msg.min_isr)
         s2 = replace(s, outstanding=rest, acked=s.acked + (rec,))
         return Transition(state=s2, action="ProduceAcked",

@@ -1,8 +1,18 @@
 """Building an ElrConfig from a TLC configuration (bounded mode) or from defaults.
 
 `kraftcheck simulate --protocol elr --bounds tlc_configs/elr-*.cfg` passes the parsed CONSTANT
-section (refimpl.sim.bounds.Bounds); the constants named in spec/ELR.tla set the cluster and the
-bounds, so the simulator explores inside the same finite model TLC checks.
+section (refimpl.sim.bounds.Bounds); spec/ELR.tla's constants set the cluster and the bounds,
+so the simulator explores inside the same finite model TLC checks:
+
+    Brokers, Values, InitMinIsr, MinIsrValues, ElrEnabled, UncleanRecoveryEnabled,
+    RecoveryStrategy, FenceRunningBrokers            -> the cluster and topic configuration
+    (and the producer follows the spec's abstraction A7: acks=all while the ISR has min ISR
+    members, acks=1 otherwise)
+    MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxUncleanShutdowns -> the bounds (each one
+                                                        disables the refimpl step it guards)
+    MaxRestarts                                      -> the simulator's restart limit
+    BugHwmOnMaximalIsr, BugKeepUncleanInElr, BugBalancedFixedReplies = TRUE
+                                                     -> the matching planted bug
 """
 
 from __future__ import annotations
@@ -11,34 +21,24 @@ from typing import Any
 
 from refimpl.bugs import get_bug
 
-from .types import STRATEGIES, ElrConfig
+from . import bug_names as B
+from .types import BALANCED, STRATEGIES, ElrConfig
 
-__all__ = ["config_from_bounds", "CONSTANT_NAMES"]
+__all__ = ["config_from_bounds", "SPEC_BUGS"]
 
-#: spec constant -> ElrConfig field (alternative spellings accepted, first match wins).
-CONSTANT_NAMES: dict[str, tuple[str, ...]] = {
-    "brokers": ("Brokers", "Replicas", "Servers"),
-    "min_isr": ("MinIsr", "MinISR", "InitMinIsr"),
-    "values": ("Values", "Value"),
-    "max_log_len": ("MaxLogLength", "MaxLogLen", "MaxOffset"),
-    "max_unclean_shutdowns": ("MaxUncleanShutdowns", "MaxUnclean"),
-    "max_leader_epoch": ("MaxLeaderEpoch", "MaxEpoch"),
-    "elr_enabled": ("ElrEnabled", "ELREnabled", "EligibleLeaderReplicasEnabled"),
-    "strategy": ("Strategy", "UncleanRecoveryStrategy"),
-    "min_isr_choices": ("MinIsrValues", "MinIsrChoices"),
-    "max_restarts": ("MaxRestarts", "MaxCrashes"),
-    "max_client_requests": ("MaxClientRequests", "MaxProduce"),
+#: spec bug switch -> the refimpl's planted bug (the spec switches with no refimpl twin are
+#: rejected when TRUE: the refimpl cannot reproduce them).
+SPEC_BUGS: dict[str, str | None] = {
+    "BugHwmOnMaximalIsr": B.HWM_ON_MAXIMAL_ISR,
+    "BugKeepUncleanInElr": B.UNCLEAN_KEPT_IN_ELR,
+    "BugBalancedFixedReplies": B.BALANCED_FIXED_REPLIES,
+    "BugHwmIgnoresMinIsr": None,
+    "BugAcceptStaleReplies": None,
+    "BugLongestLogIgnoresEpoch": None,
 }
 
 
-def _lookup(bounds: Any, field: str) -> Any:
-    for name in CONSTANT_NAMES[field]:
-        if bounds.has(name):
-            return bounds.constants[name]
-    return None
-
-
-def _sorted_names(v: Any) -> tuple[str, ...]:
+def _names(v: Any) -> tuple[str, ...]:
     return tuple(sorted(v, key=lambda x: (len(str(x)), str(x))))
 
 
@@ -46,35 +46,42 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
     """(config, simulator limits) for `bounds` (None: the defaults) and planted `bug`."""
     if bug is not None and get_bug(bug).protocol != "elr":
         raise ValueError(f"planted bug {bug!r} belongs to protocol {get_bug(bug).protocol!r}")
-    kw: dict[str, Any] = {"bug": bug}
+    kw: dict[str, Any] = {}
+    if bounds is not None:
+        k = bounds.constants
+        if "Brokers" in k:
+            kw["brokers"] = _names(k["Brokers"])
+        if "Values" in k:
+            kw["values"] = _names(k["Values"])
+        if "InitMinIsr" in k:
+            kw["min_isr"] = bounds.int("InitMinIsr")
+        if "MinIsrValues" in k:
+            kw["min_isr_choices"] = tuple(sorted(int(x) for x in k["MinIsrValues"]))
+        if "ElrEnabled" in k:
+            kw["elr_enabled"] = bounds.bool("ElrEnabled")
+        if "UncleanRecoveryEnabled" in k:
+            kw["manager_enabled"] = bounds.bool("UncleanRecoveryEnabled")
+        if "RecoveryStrategy" in k:
+            if k["RecoveryStrategy"] not in STRATEGIES:
+                raise ValueError(f"{bounds.path}: unknown RecoveryStrategy {k['RecoveryStrategy']!r}")
+            kw["strategy"] = k["RecoveryStrategy"]
+        if "FenceRunningBrokers" in k:
+            kw["fence_running_brokers"] = bounds.bool("FenceRunningBrokers")
+        kw["acks_policy"] = "spec"          # spec abstraction A7
+        for const, f in (("MaxLogLen", "max_log_len"), ("MaxLeaderEpoch", "max_leader_epoch"),
+                         ("MaxBrokerEpoch", "max_broker_epoch"),
+                         ("MaxUncleanShutdowns", "max_unclean_shutdowns")):
+            if const in k:
+                kw[f] = bounds.int(const)
+        for const, planted in SPEC_BUGS.items():
+            if bounds.bool(const, False):
+                if planted is None:
+                    raise ValueError(f"{bounds.path}: {const} = TRUE has no refimpl twin")
+                if bug is None:
+                    bug = planted
     limits: dict[str, Any] = {}
-    if bug == "balanced-fixed-replies":
-        kw["strategy"] = "Balanced"
-    if bounds is None:
-        return ElrConfig(**kw), limits
-    v = _lookup(bounds, "brokers")
-    if v is not None:
-        kw["brokers"] = _sorted_names(v)
-    v = _lookup(bounds, "values")
-    if v is not None:
-        kw["values"] = _sorted_names(v)
-    for f in ("min_isr", "max_log_len", "max_unclean_shutdowns", "max_leader_epoch"):
-        v = _lookup(bounds, f)
-        if v is not None:
-            kw[f] = int(v)
-    v = _lookup(bounds, "elr_enabled")
-    if v is not None:
-        kw["elr_enabled"] = bool(v)
-    v = _lookup(bounds, "strategy")
-    if v is not None:
-        if str(v) not in STRATEGIES:
-            raise ValueError(f"{bounds.path}: unknown unclean recovery strategy {v!r}")
-        kw["strategy"] = str(v)
-    v = _lookup(bounds, "min_isr_choices")
-    if v is not None:
-        kw["min_isr_choices"] = tuple(sorted(int(x) for x in v))
-    for f in ("max_restarts", "max_client_requests"):
-        v = _lookup(bounds, f)
-        if v is not None:
-            limits[f] = int(v)
-    return ElrConfig(**kw), limits
+    if bounds is not None and "MaxRestarts" in bounds.constants:
+        limits["max_restarts"] = bounds.int("MaxRestarts")   # enforced by the simulator
+    if bug == B.BALANCED_FIXED_REPLIES:
+        kw.setdefault("strategy", BALANCED)
+    return ElrConfig(bug=bug, **kw), limits

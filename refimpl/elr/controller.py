@@ -91,8 +91,9 @@ class Controller:
 
     # ---- construction -----------------------------------------------------------------
     def initial(self) -> ControllerState:
-        """The topic is created with every broker a replica and in the ISR; no leader yet (the
-        first election happens when a replica is unfenced)."""
+        """A controller with no metadata: the topic has every broker as a replica and in the
+        ISR, no registration and no leader yet (the first election happens when a replica
+        registers and is unfenced)."""
         c = self.config
         p = PartitionState(replicas=c.brokers, isr=frozenset(c.brokers))
         return ControllerState(config=c, min_isr=c.min_isr, partition=p)
@@ -165,7 +166,8 @@ class Controller:
         if before.isr == frozenset({b}) and b not in p.isr:
             p = p.with_(last_known_leader=b)
         if p.leader == b:
-            p = p.with_(leader=NO_LEADER, leader_epoch=p.leader_epoch + 1)
+            # The leader epoch is bumped when the next leader is elected (spec A5).
+            p = p.with_(leader=NO_LEADER)
         if p != before:
             p = p.with_(partition_epoch=p.partition_epoch + 1)
         return replace(s, partition=p)
@@ -228,12 +230,12 @@ class Controller:
         return next(r for r in self.config.brokers if r in candidates)
 
     def _finish(self, s0: ControllerState, s: ControllerState, action: str, params: dict,
-                extra_sends: tuple[Envelope, ...] = (), reply: tuple[Envelope, ...] = (),
-                timers: tuple = ()) -> Transition:
+                reply: tuple[Envelope, ...] = (), timers: tuple = ()) -> Transition:
         """Elect if needed, then build the transition: persist and publish when the committed
         metadata changed."""
         s, rec_sends, kind = self._elect(s)
-        if kind == "UncleanRecovery" and rec_sends:
+        if s.recovery is not None and s0.recovery is None:
+            # unclean.recovery.timeout.ms starts with the recovery
             timers = timers + (SetTimer(RECOVERY_TIMER, self.config.recovery_timeout_ms),)
         if kind:
             params = dict(params, election=kind)
@@ -242,7 +244,7 @@ class Controller:
         persist = (self._persist(s),) if changed else ()
         publish = self._publish(s) if (s.partition != s0.partition or s.min_isr != s0.min_isr) else ()
         return Transition(state=s, action=action, params=params,
-                          sends=reply + publish + rec_sends + extra_sends,
+                          sends=reply + publish + rec_sends,
                           persist=persist, timers=timers)
 
     # ---- inputs -------------------------------------------------------------------------
@@ -297,7 +299,7 @@ class Controller:
                 # "Other behaviors" 7b: the last ISR member is recorded as the LastKnownLeader.
                 np = np.with_(last_known_leader=b)
             if p.leader == b:
-                np = np.with_(leader=NO_LEADER, leader_epoch=p.leader_epoch + 1)
+                np = np.with_(leader=NO_LEADER)
             if np != p:
                 np = np.with_(partition_epoch=p.partition_epoch + 1)
             s = replace(s, partition=np)
@@ -391,7 +393,8 @@ class Controller:
         s = replace(s, partition=s.partition.with_(partition_epoch=p.partition_epoch + 1))
         resp = AlterPartitionResponse("NONE", s.metadata_for(b), req.new_isr, req.partition_epoch)
         return self._finish(s0, s, "HandleAlterPartition",
-                            {"broker": b, "isr": frozenset(req.new_isr)},
+                            {"broker": b, "isr": frozenset(req.new_isr),
+                             "shrink": req.new_isr < p.isr},
                             reply=(Envelope(c, b, resp),))
 
     def on_alter_min_isr(self, s: ControllerState, req: AlterMinIsrRequest) -> Transition | None:
@@ -404,10 +407,10 @@ class Controller:
         p = s.partition
         if self.config.elr_enabled:
             u = rules.elr_after_min_isr_change(p.isr, p.elr, p.last_known_elr, s.eff_min_isr)
-            np = p.with_(elr=u.elr, last_known_elr=u.last_known_elr)
-            if np != p:
-                np = np.with_(partition_epoch=p.partition_epoch + 1)
-            s = replace(s, partition=np)
+            p = p.with_(elr=u.elr, last_known_elr=u.last_known_elr)
+        # The partition epoch versions what the brokers see (the min ISR is part of it), so a
+        # delayed older push cannot bring back the old min ISR.
+        s = replace(s, partition=p.with_(partition_epoch=p.partition_epoch + 1))
         return self._finish(s0, s, "AlterMinIsr", {"minIsr": req.min_isr})
 
     def on_log_info(self, s: ControllerState, resp: GetReplicaLogInfoResponse) -> Transition | None:

@@ -5,7 +5,8 @@ own state (what the controller, the brokers and the client hold), so several are
 the spec's abstract versions (see docs/refimpl-elr.md):
 
 * ElrIsrDisjoint, NonEmptyElrImpliesIsrBelowMinIsr, LeaderInIsr, LeaderUnfenced, FencedNotInIsr,
-  LastKnownElrDisjoint: the controller's partition state (KIP-966 "ELR invariants").
+  IsrNonEmptyWithoutElr, LastKnownElrDisjoint: the controller's partition state (KIP-966 "ELR
+  invariants", "ISR invariants").
 * IsrPlusElrAtLeastMinIsr (a spec action property): a step may leave ISR+ELR below min ISR only
   by an unclean registration, an unclean election / recovery or a min ISR change.
 * ElrMembersHaveDataToHwm, NoAckedRecordLost, HighWatermarkMonotonic: data, within the KIP's
@@ -42,6 +43,7 @@ INVARIANTS = (
     "LeaderInIsr",
     "LeaderUnfenced",
     "FencedNotInIsr",
+    "IsrNonEmptyWithoutElr",
     "LastKnownElrDisjoint",
     "PendingIsrHasLeader",
     "HwmWithinLeaderLog",
@@ -98,6 +100,22 @@ class Snapshot:
         return None
 
 
+def _log_matching_violation(l1: tuple, l2: tuple) -> int | None:
+    """An offset where both logs hold the same record although they differ before it (spec
+    `LogMatching`), or None."""
+    n = min(len(l1), len(l2))
+    if l1[:n] == l2[:n]:
+        return None
+    lo, hi = 0, n              # the common prefix length, by bisection on slices
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if l1[:mid] == l2[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return next((k for k in range(lo + 1, n) if l1[k] == l2[k]), None)
+
+
 def _has(log: tuple[LogEntry, ...], offset: int, entry: LogEntry) -> bool:
     return offset < len(log) and log[offset] == entry
 
@@ -117,6 +135,9 @@ class ElrMonitor(Monitor):
         self.hwms: dict[tuple[str, int], int] = {}
         self.prev: ControllerState | None = None
         self.prev_brokers: dict[str, BrokerState] = {}
+        self._matched: dict[tuple[str, str], tuple] = {}
+        self._acked_ok: dict[str, tuple] = {}
+        self._acks_checked = 0
 
     def within_tolerance(self, snap: Snapshot) -> bool:
         """Spec `WithinTolerance` (dataLossShutdowns <= ToleratedDataLossShutdowns); with the
@@ -165,6 +186,8 @@ class ElrMonitor(Monitor):
                                                         c.registration(b).fenced))
             if fenced_in_isr:
                 bad("FencedNotInIsr", f"fenced {fenced_in_isr} in ISR {sorted(p.isr)}")
+        if not self.config.elr_enabled and not p.isr:
+            bad("IsrNonEmptyWithoutElr", "the ISR became empty with ELR disabled")
         prev = self.prev
         if self.config.elr_enabled and prev is not None:
             before = prev.partition.isr | prev.partition.elr
@@ -180,6 +203,7 @@ class ElrMonitor(Monitor):
 
     # ---- the brokers' view --------------------------------------------------------------
     def _brokers(self, snap: Snapshot, bad) -> None:
+        tolerant = self.within_tolerance(snap)
         for b, s in snap.brokers.items():
             if s.hwm > s.log.end_offset:
                 bad("HwmWithinLeaderLog", f"{b}: HWM {s.hwm} > LEO {s.log.end_offset}")
@@ -188,22 +212,27 @@ class ElrMonitor(Monitor):
                 bad("PendingIsrHasLeader", f"{b} proposed ISR {sorted(s.pending_isr)} without itself")
             if snap.up.get(b):
                 key = (b, s.incarnation)
-                if s.hwm < self.hwms.get(key, 0):
+                if tolerant and s.hwm < self.hwms.get(key, 0):
                     bad("ReplicaHwmMonotonic", f"{b}: HWM went back from {self.hwms[key]} to {s.hwm}")
                 self.hwms[key] = max(self.hwms.get(key, 0), s.hwm)
         logs = [(b, s.log.entries) for b, s in sorted(snap.brokers.items())]
         for i, (b1, l1) in enumerate(logs):
             for b2, l2 in logs[i + 1:]:
-                n = min(len(l1), len(l2))
-                last_same = max((k for k in range(n) if l1[k] == l2[k]), default=-1)
-                if last_same >= 0 and l1[: last_same + 1] != l2[: last_same + 1]:
-                    bad("LogMatching", f"{b1} and {b2} share the record at offset {last_same} "
-                        f"but not the log before it")
-        for a in snap.client.acked_all():
+                seen = self._matched.get((b1, b2))
+                if seen is not None and seen[0] is l1 and seen[1] is l2:
+                    continue                      # both logs unchanged since the last check
+                self._matched[(b1, b2)] = (l1, l2)
+                k = _log_matching_violation(l1, l2)
+                if k is not None:
+                    bad("LogMatching", f"{b1} and {b2} hold the same record at offset {k} "
+                        f"but different logs before it")
+        acked = snap.client.acked_all()
+        for a in acked[self._acks_checked:]:
             if a.replicas_with_record < a.min_isr:
                 bad("AckedRecordsOnMinIsr",
                     f"acks=all record {a.entry} at {a.offset} acked with {a.replicas_with_record}"
                     f" replicas < min ISR {a.min_isr}")
+        self._acks_checked = len(acked)
 
     # ---- data, within the fault model ---------------------------------------------------
     def _data(self, snap: Snapshot, bad) -> None:
@@ -226,14 +255,25 @@ class ElrMonitor(Monitor):
             return
         holders = ({leader.broker_id} if leader else set()) | \
             {b for b in p.isr | p.elr if snap.known(b)}
-        for a in snap.client.acked_all():
-            for b in sorted(holders):
-                if not _has(snap.brokers[b].log.entries, a.offset, a.entry):
-                    where = "leader" if leader and b == leader.broker_id else \
-                        "ISR" if b in p.isr else "ELR"
-                    bad("NoAckedRecordLost",
-                        f"{b} ({where}) lacks acked {a.entry} at offset {a.offset}")
-                    break
+        acked = snap.client.acked_all()
+        for b in sorted(holders):
+            log = snap.brokers[b].log.entries
+            start = 0
+            cached = self._acked_ok.get(b)
+            if cached is not None:
+                old_log, n_ok = cached
+                if len(old_log) <= len(log) and log[: len(old_log)] == old_log and \
+                        n_ok <= len(acked):
+                    start = n_ok               # the log only grew: check the new acks only
+            missing = next((a for a in acked[start:] if not _has(log, a.offset, a.entry)), None)
+            if missing is not None:
+                where = "leader" if leader and b == leader.broker_id else \
+                    "ISR" if b in p.isr else "ELR"
+                bad("NoAckedRecordLost",
+                    f"{b} ({where}) lacks acked {missing.entry} at offset {missing.offset}")
+                self._acked_ok.pop(b, None)
+            else:
+                self._acked_ok[b] = (log, len(acked))
         for b in sorted(p.elr):
             if snap.known(b):
                 log = snap.brokers[b].log.entries

@@ -101,7 +101,10 @@ class ElrConfig:
     max_unclean_shutdowns: int | None = None
     max_leader_epoch: int | None = None     # bounded mode: MaxLeaderEpoch
     max_broker_epoch: int | None = None     # bounded mode: MaxBrokerEpoch
-    acks_modes: tuple[str, ...] = ("all", "one")  # AcksModes
+    # "mixed": the producer picks acks=all or acks=1 at random; "spec": spec/ELR.tla's
+    # abstraction A7 -- acks=all whenever the ISR has min ISR members, else acks=1.
+    acks_policy: str = "mixed"
+    fence_running_brokers: bool = True      # FenceRunningBrokers (see adapter.sim_limits)
     min_isr_choices: tuple[int, ...] = ()   # values an admin may set min.insync.replicas to
     # timing (virtual ms)
     heartbeat_ms: int = 100

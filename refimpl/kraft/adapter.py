@@ -106,9 +106,10 @@ class KRaftAdapter(ProtocolAdapter):
         cluster, KIP-595r "Cluster Bootstrapping": the first leader generates it).  The default
         formats every replica with the spec's ClusterOf (cluster-A, or cluster-B for the
         MisconfiguredServers), as the spec's model does."""
-        self.bounds = bounds or KRaftBounds(voters=("n1", "n2", "n3"))
+        self.bounds = bounds or KRaftBounds(voters=("n1", "n2", "n3"), values=("v1", "v2"))
         self.bug = bug
-        self.cfg = config or QuorumConfig(voters=self.bounds.voters, fetch_max_records=1)
+        self.cfg = config or QuorumConfig(voters=self.bounds.voters, fetch_max_records=1,
+                                          request_timeout_ms=400)
         if self.cfg.voters != self.bounds.voters:
             raise ValueError("config voters differ from the bounds' servers")
         self.node = KRaftNode(self.cfg, bug, max_epoch=self.bounds.max_epoch,
@@ -161,6 +162,7 @@ class KRaftAdapter(ProtocolAdapter):
     def init(self):
         self._counter = 0
         self.history = sm.History(self.cluster_of)
+        self._encoder = sm.StateEncoder(self._nodes, self.bounds.voters)
         states, disks, timers = {}, {}, []
         for n in self._nodes:
             cid = self.cluster_of[n]

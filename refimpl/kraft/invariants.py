@@ -23,6 +23,8 @@ checked.
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.protocol import Monitor, Violation, World
 
@@ -58,6 +60,9 @@ class KRaftMonitor(Monitor):
         self._votes: dict[tuple[str, int], str] = {}
         self._checked_votes = 0
         self._checked_commits = 0
+        self._ctup: tuple = ()
+        self._cepochs: list[int] = []
+        self._epochs_sorted = True
 
     def check(self, world: World, action: str, node: str | None) -> list[Violation]:
         out: list[Violation] = []
@@ -87,24 +92,47 @@ class KRaftMonitor(Monitor):
             self._checked_votes = len(hist.ghost_votes)
         # NoCommittedRecordLost, first half, when the committed history grows
         if len(hist.ghost_committed) != self._checked_commits:
+            start = self._checked_commits
             self._checked_commits = len(hist.ghost_committed)
-            out += self._majority_holds(world, hist, "the committed history grew")
+            out += self._majority_holds(world, hist, "the committed history grew", start)
         return out
 
-    def _majority_holds(self, world: World, hist, why: str) -> list[Violation]:
-        c = [r for r, _ in hist.ghost_committed]
-        n = len(c)
-        if not n:
-            return []
-        tc = tuple(c)
-        for k in range(n):
-            holders = sum(1 for v in self.voters
-                          if len(world.states[v].log) > k and world.states[v].log[k] == tc[k])
+    def _majority_holds(self, world: World, hist, why: str, start: int = 0) -> list[Violation]:
+        """Offsets start.. of the committed history are each held by a majority of voters.
+        (Offsets below `start` were checked before and only a truncation can change them.)"""
+        committed = hist.ghost_committed
+        logs = [world.states[v].log for v in self.voters]
+        for k in range(start, len(committed)):
+            rec = committed[k][0]
+            holders = sum(1 for log in logs if len(log) > k and log[k] == rec)
             if holders * 2 <= len(self.voters):
                 return [Violation("NoCommittedRecordLost",
-                                  f"{why}: committed record at offset {k} ({tc[k]}) is held by "
+                                  f"{why}: committed record at offset {k} ({rec}) is held by "
                                   f"only {holders} of {len(self.voters)} voters")]
         return []
+
+    def _committed_records(self, committed) -> tuple:
+        """The committed records as a tuple (extended incrementally)."""
+        if len(self._ctup) != len(committed):
+            self._ctup = self._ctup + tuple(r for r, _ in committed[len(self._ctup):])
+            self._cepochs.extend(e for _, e in committed[len(self._cepochs):])
+            self._epochs_sorted = all(self._cepochs[i] <= self._cepochs[i + 1]
+                                      for i in range(len(self._cepochs) - 1))
+        return self._ctup
+
+    def _committed_by(self, committed, epoch: int) -> int | None:
+        """How many committed records were committed in an epoch <= `epoch` (a prefix when
+        commit epochs are non-decreasing, the normal case); None otherwise."""
+        if not self._epochs_sorted:
+            return None
+        return bisect_right(self._cepochs, epoch)
+
+    @staticmethod
+    def _first_change(old: tuple, new: tuple) -> int:
+        n = min(len(old), len(new))
+        if old[:n] == new[:n]:
+            return n
+        return next(i for i in range(n) if old[i] != new[i])
 
     def _check_node(self, world: World, node: str, s: NodeState, action: str, hist) -> list[Violation]:
         out: list[Violation] = []
@@ -144,6 +172,7 @@ class KRaftMonitor(Monitor):
         log_changed = prev is None or prev.log is not log
         if hist is not None:
             committed = hist.ghost_committed
+            ctup = self._committed_records(committed)
             # NoCommittedRecordLost, second half: the committed prefix is the history
             upto = min(hwm, len(log))
             if log_changed or prev.high_watermark != hwm:
@@ -151,26 +180,31 @@ class KRaftMonitor(Monitor):
                     out.append(Violation("NoCommittedRecordLost",
                                          f"{node}: high watermark {hwm} is beyond the "
                                          f"{len(committed)} records any leader committed"))
-                else:
-                    for k in range(upto - 1, -1, -1):
-                        if log[k] != committed[k][0]:
-                            out.append(Violation(
-                                "NoCommittedRecordLost",
-                                f"{node}: record at offset {k} below its high watermark is "
-                                f"{log[k]}, but {committed[k][0]} was committed"))
-                            break
+                elif log[:upto] != ctup[:upto]:
+                    k = next(i for i in range(upto) if log[i] != ctup[i])
+                    out.append(Violation(
+                        "NoCommittedRecordLost",
+                        f"{node}: record at offset {k} below its high watermark is "
+                        f"{log[k]}, but {ctup[k]} was committed"))
             # LeaderCompleteness
             if s.role is Role.LEADER and (log_changed or prev.role is not Role.LEADER):
-                for k, (rec, e) in enumerate(committed):
-                    if e <= s.epoch and (k >= len(log) or log[k] != rec):
-                        out.append(Violation("LeaderCompleteness",
-                                             f"{node}, leader of epoch {s.epoch}, lacks the record "
-                                             f"committed at offset {k} in epoch {e}"))
-                        break
+                need = self._committed_by(committed, s.epoch)
+                if need is None:  # commit epochs out of order (a planted bug): check each
+                    need = [k for k, (_, e) in enumerate(committed) if e <= s.epoch]
+                    bad = next((k for k in need if k >= len(log) or log[k] != ctup[k]), None)
+                elif len(log) < need or log[:need] != ctup[:need]:
+                    bad = next((k for k in range(need) if k >= len(log) or log[k] != ctup[k]), None)
+                else:
+                    bad = None
+                if bad is not None:
+                    out.append(Violation("LeaderCompleteness",
+                                         f"{node}, leader of epoch {s.epoch}, lacks the record "
+                                         f"committed at offset {bad} in epoch {committed[bad][1]}"))
             # NoCommittedRecordLost, first half, after a truncation
             if (prev is not None and log_changed and node in self.voters
                     and (len(log) < len(prev.log) or log[:len(prev.log)] != prev.log)):
-                out += self._majority_holds(world, hist, f"after {node} truncated its log")
+                out += self._majority_holds(world, hist, f"after {node} truncated its log",
+                                            self._first_change(prev.log, log))
         if not log_changed:
             return out
         # LogMatching against every other replica

@@ -18,6 +18,7 @@ candidate]), maintained by `History.after_step` exactly as the spec's actions up
 from __future__ import annotations
 
 import json
+from bisect import insort
 
 from kraftcheck.values import Fn, canonical
 from refimpl.kraft.log import Record
@@ -51,7 +52,9 @@ PER_NODE_VARIABLES = (
 GLOBAL_VARIABLES = ("msgs", "restartCount", "ghostCommitted", "ghostVotes")
 VARIABLES = PER_NODE_VARIABLES + GLOBAL_VARIABLES
 
-# refimpl action name -> spec action name.  Send* steps come from Transition.split_sends.
+# refimpl action name -> spec action name: the TLC action labels of spec/KRaft.tla's Next
+# (message handling is labelled by the Receive* operators).  Send* steps come from
+# Transition.split_sends.
 ACTION_NAMES: dict[str, str] = {
     "Init": "Init",
     "Timeout": "Timeout",
@@ -62,27 +65,27 @@ ACTION_NAMES: dict[str, str] = {
     "SendVoteRequest": "SendVoteRequest",
     "SendBeginQuorumEpoch": "SendBeginQuorumEpoch",
     "SendFetchRequest": "SendFetchRequest",
-    "HandleVoteRequest": "HandleVoteRequest",
-    "HandleVoteResponse": "HandleVoteResponse",
-    "BecomeLeader": "HandleVoteResponse",          # single-voter quorum only (spec: >= 2 voters)
-    "HandleBeginQuorumEpochRequest": "HandleBeginQuorumEpochRequest",
-    "HandleBeginQuorumEpochResponse": "HandleBeginQuorumEpochResponse",
-    "HandleEndQuorumEpochRequest": "HandleEndQuorumEpochRequest",
-    "HandleEndQuorumEpochResponse": "HandleEndQuorumEpochResponse",  # not sent (see docs)
-    "HandleFetchRequest": "HandleFetchRequest",
-    "HandleFetchResponse": "HandleFetchResponse",
-    "FetchRequestTimeout": "FetchRequestTimeout",  # stutter: only volatile pacing state changes
-    "HandleDescribeQuorumRequest": "HandleDescribeQuorumRequest",    # not in the spec (read-only)
-    "HandleDescribeQuorumResponse": "HandleDescribeQuorumResponse",
+    "HandleVoteRequest": "ReceiveVoteRequest",
+    "HandleVoteResponse": "ReceiveVoteResponse",
+    "BecomeLeader": "ReceiveVoteResponse",     # single-voter quorum only (spec: >= 2 voters)
+    "HandleBeginQuorumEpochRequest": "ReceiveBeginQuorumEpochRequest",
+    "HandleBeginQuorumEpochResponse": "ReceiveBeginQuorumEpochResponse",
+    "HandleEndQuorumEpochRequest": "ReceiveEndQuorumEpochRequest",
+    "HandleEndQuorumEpochResponse": "ReceiveEndQuorumEpochResponse",  # never sent (see docs)
+    "HandleFetchRequest": "ReceiveFetchRequest",
+    "HandleFetchResponse": "ReceiveFetchResponse",
+    "FetchRequestTimeout": "FetchRequestTimeout",  # always a stutter (volatile pacing only)
+    "HandleDescribeQuorumRequest": "ReceiveDescribeQuorumRequest",    # not in the spec
+    "HandleDescribeQuorumResponse": "ReceiveDescribeQuorumResponse",  # not in the spec
 }
 
 # simulator-level steps -> spec action names
 NETWORK_ACTIONS: dict[str, str] = {
     "DropMessage": "DropMessage",
     "DuplicateMessage": "DuplicateMessage",
-    "Crash": "Crash",          # stutter: the spec's Restart is crash + restart in one step
-    "Partition": "Partition",  # stutter (environment)
-    "Heal": "Heal",            # stutter (environment)
+    "Crash": "Crash",          # always a stutter: the spec's Restart is crash + restart
+    "Partition": "Partition",  # always a stutter (environment)
+    "Heal": "Heal",            # always a stutter (environment)
 }
 
 
@@ -239,13 +242,18 @@ class StateEncoder:
         self._rec: dict[Record, str] = {}
         self._logs: dict[str, tuple[tuple, str]] = {}
         self._keys_list = [q[n] + ":" for n in self.nodes]
-        sorted_vars = sorted(VARIABLES)
-        self._before = [v for v in sorted_vars if v < "msgs"]
-        self._after = [v for v in sorted_vars if v > "msgs"]
+        self._sorted_vars = sorted(VARIABLES)
+        self._msgs_slot = 2 * self._sorted_vars.index("msgs") + 1
         self._last_key: list | None = None
         self._last_hist = -1
-        self._last_sections: tuple[str, str] = ("", "")
+        self._last_parts: list[str] = []
         self._hist_parts: dict[str, str] = {}
+        self._gc: tuple[int, str] = (0, "[]")
+        self._sets: dict[frozenset, str] = {}
+        self._feo: tuple = (None, "")
+        self._votes: list[str] = []
+        self._votes_seen: set = set()
+        self._var_cache: dict[str, tuple[tuple, str]] = {}
 
     def record_json(self, r: Record) -> str:
         t = self._rec.get(r)
@@ -274,9 +282,24 @@ class StateEncoder:
         self._logs[n] = (log, txt)
         return txt
 
-    def _set(self, names) -> str:
+    def _set(self, names: frozenset) -> str:
+        t = self._sets.get(names)
+        if t is None:
+            q = self._q
+            t = '{"#set":[' + ",".join([q[m] for m in sorted(names)]) + "]}"
+            if len(self._sets) > 10_000:
+                self._sets.clear()
+            self._sets[names] = t
+        return t
+
+    def _end_offsets(self, feo: Fn) -> str:
+        c = self._feo
+        if c[0] is feo:
+            return c[1]
         q = self._q
-        return '{"#set":[' + ",".join([q[m] for m in sorted(names)]) + "]}"
+        t = "{" + ",".join([q[v] + ":" + str(feo.get(v, -1)) for v in self.voters]) + "}"
+        self._feo = (feo, t)
+        return t
 
     def node_fragments(self, n: str, s: NodeState) -> dict[str, str]:
         c = self._frag.get(n)
@@ -293,8 +316,7 @@ class StateEncoder:
             "highWatermark": str(s.high_watermark),
             "votesGranted": self._set(s.votes_granted),
             "votesRejected": self._set(s.votes_rejected),
-            "followerEndOffset": "{" + ",".join([q[v] + ":" + str(feo.get(v, -1))
-                                                 for v in self.voters]) + "}",
+            "followerEndOffset": self._end_offsets(feo),
             "fetchedSinceCheck": self._set(s.fetched_since_check),
         }
         self._frag[n] = (s, frags)
@@ -312,39 +334,65 @@ class StateEncoder:
         return txt
 
     def _history_parts(self, h: History) -> dict[str, str]:
+        """History variables as JSON, extended incrementally (they only grow)."""
         if h.version == self._last_hist:
             return self._hist_parts
         q = self._q
-        gc = "[" + ",".join(['{"entry":' + self.record_json(r) + ',"epoch":' + str(e) + "}"
-                             for r, e in h.ghost_committed]) + "]"
-        votes = sorted(['{"candidate":' + q[c] + ',"epoch":' + str(e) + ',"voter":' + q[v] + "}"
-                        for v, e, c in h.ghost_votes])
-        self._hist_parts = {"restartCount": str(h.restart_count), "ghostCommitted": gc,
+        gc = h.ghost_committed
+        n, txt = self._gc
+        if n > len(gc):
+            n, txt = 0, "[]"
+        if n < len(gc):
+            add = ",".join(['{"entry":' + self.record_json(r) + ',"epoch":' + str(e) + "}"
+                            for r, e in gc[n:]])
+            txt = txt[:-1] + ("," if n else "") + add + "]"
+            self._gc = (len(gc), txt)
+        votes = self._votes
+        if len(votes) != len(h.ghost_votes):
+            seen = self._votes_seen
+            if len(seen) > len(h.ghost_votes):
+                seen.clear()
+                votes.clear()
+            for v, e, c in h.ghost_votes - seen:
+                insort(votes, '{"candidate":' + q[c] + ',"epoch":' + str(e) + ',"voter":' + q[v] + "}")
+                seen.add((v, e, c))
+        self._hist_parts = {"restartCount": str(h.restart_count), "ghostCommitted": txt,
                             "ghostVotes": '{"#set":[' + ",".join(votes) + "]}"}
         self._last_hist = h.version
         return self._hist_parts
 
-    def _sections(self, world: World) -> tuple[str, str]:
-        """The text before and after the "msgs" member, rebuilt only when a node's state
-        object or the history changed since the last call."""
+    def _parts(self, world: World) -> list[str]:
+        """The JSON texts of every variable but msgs, in sorted order, interleaved with their
+        keys; rebuilt only for the variables whose fragments changed."""
         states = world.states
         key = [states[n] for n in self.nodes]
         h = world.history["kraft"]
         last = self._last_key
         if (last is not None and h.version == self._last_hist
                 and all(a is b for a, b in zip(key, last))):
-            return self._last_sections
+            return self._last_parts
         frag = [self.node_fragments(n, st) for n, st in zip(self.nodes, key)]
         keys = self._keys_list
         parts = dict(self._history_parts(h))
+        vc = self._var_cache
         for v in PER_NODE_VARIABLES:
-            parts[v] = "{" + ",".join([k + f[v] for k, f in zip(keys, frag)]) + "}"
+            ident = tuple([f[v] for f in frag])
+            c = vc.get(v)
+            if c is not None and c[0] == ident:
+                parts[v] = c[1]
+            else:
+                txt = "{" + ",".join([k + x for k, x in zip(keys, ident)]) + "}"
+                vc[v] = (ident, txt)
+                parts[v] = txt
         q = self._q
-        pre = "{" + "".join([q[k] + ":" + parts[k] + "," for k in self._before])
-        post = "".join(["," + q[k] + ":" + parts[k] for k in self._after]) + "}"
+        out: list[str] = []
+        for i, k in enumerate(self._sorted_vars):
+            out.append(("{" if i == 0 else ",") + q[k] + ":")
+            out.append(parts.get(k, ""))  # msgs is filled in by encode
+        out.append("}")
         self._last_key = key
-        self._last_sections = (pre, post)
-        return pre, post
+        self._last_parts = out
+        return out
 
     def messages_json(self, world: World) -> str:
         if not world.in_flight:
@@ -358,5 +406,6 @@ class StateEncoder:
         return '{"#map":[' + ",".join(pairs) + "]}"
 
     def encode(self, world: World) -> str:
-        pre, post = self._sections(world)
-        return "".join((pre, '"msgs":', self.messages_json(world), post))
+        parts = self._parts(world)
+        parts[self._msgs_slot] = self.messages_json(world)
+        return "".join(parts)

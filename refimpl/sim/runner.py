@@ -16,7 +16,7 @@ from typing import Callable
 from refimpl.bugs import get_bug
 from refimpl.sim.bounds import Bounds, parse_cfg
 from refimpl.sim.faults import get_profile
-from refimpl.sim.protocol import ProtocolAdapter, dumps
+from refimpl.sim.protocol import ProtocolAdapter
 from refimpl.sim.simulator import SimResult, Simulator
 
 __all__ = ["PROTOCOLS", "UsageError", "load_adapter_class", "parse_seeds", "RunSpec",
@@ -142,7 +142,9 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
         tid = trace_id(spec.protocol, spec.faults, seed, spec.bug)
         r = Simulator(adapter, seed, profile, spec.steps, trace=out_dir is not None,
                       trace_id=tid, bounds_label=bounds_label, bug=spec.bug).run()
-        entry = {"trace_id": tid, "seed": seed, "steps": r.steps, "end_reason": r.end_reason,
+        entry = {"trace_id": tid, "seed": seed, "actions": r.steps,
+                 "steps": r.trace_steps if out_dir is not None else r.steps,
+                 "events": r.events, "end_reason": r.end_reason,
                  "time_ms": r.time_ms, "invariants": r.invariants,
                  "violations": r.violations}
         if out_dir is not None:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import heapq
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from refimpl.sim.faults import FaultProfile
 from refimpl.sim.network import Network
 from refimpl.sim.protocol import (
-    CancelTimer, Envelope, ProtocolAdapter, SetTimer, Transition, Violation, World, dumps,
+    CancelTimer, Envelope, ProtocolAdapter, SetTimer, Transition, World, dumps,
 )
 from refimpl.trace.format import footer_obj, header_obj, step_line
 
@@ -46,6 +46,7 @@ class SimResult:
     lines: list[str] | None = None
     time_ms: int = 0
     events: int = 0
+    trace_steps: int = 0  # steps written (stutters are not); `steps` counts every action
 
     @property
     def ok(self) -> bool:
@@ -94,6 +95,8 @@ class Simulator:
         self._tid_json = json.dumps(self.trace_id)
         self._permanently_down: set[str] = set()
         self.events = 0  # simulator events processed (steps + events that changed nothing)
+        self.trace_steps = 0  # steps written to the trace (actions minus stutters)
+        self._last_state = ""
 
     # ------------------------------------------------------------------ scheduling
 
@@ -145,6 +148,8 @@ class Simulator:
         if t.split_sends is not None and not stop:
             m = self.limits.max_in_flight
             for e in t.sends:
+                if self.step_no >= self.max_steps:
+                    break  # the rest is not sent: the spec's Send steps simply not taken
                 if self.net.holds(e) or (m is not None and self.net.count >= m):
                     continue  # the spec's Send guard: not taken now (a re-send comes later)
                 self._transmit(e)
@@ -169,18 +174,26 @@ class Simulator:
     # ------------------------------------------------------------------ recording
 
     def _record(self, action: str, params: Any, node: str | None, env: Envelope | None = None) -> bool:
-        """Write the step and check the invariants; True when the run must stop."""
+        """Write the step and check the invariants; True when the run must stop.
+
+        A step that leaves every spec variable unchanged (a crash, a partition, a request
+        timeout...) is a stutter: it counts as an action but is not written to the trace, so
+        every written step is a transition of the spec."""
         self.step_no += 1
         self.a.after_step(self.world, node, action)
         if self.tracing:
-            self.lines.append(step_line(self._tid_json, self.step_no, self.now, action,
-                                        self.a.params_json(params, env),
-                                        self.a.encode_state(self.world)))
+            state = self.a.encode_state(self.world)
+            if state != self._last_state:
+                self.trace_steps += 1
+                self._last_state = state
+                self.lines.append(step_line(self._tid_json, self.trace_steps, self.now, action,
+                                            self.a.params_json(params, env), state))
         found = self.monitor.check(self.world, action, node)
         if found:
+            at = self.trace_steps if self.tracing else self.step_no
             for v in found:
-                self.violations.append({"invariant": v.invariant, "step": self.step_no,
-                                        "detail": v.detail})
+                self.violations.append({"invariant": v.invariant, "step": at,
+                                        "action": action, "detail": v.detail})
             return self.stop_on_violation
         return False
 
@@ -201,7 +214,8 @@ class Simulator:
                 trace_id=self.trace_id, protocol=a.name, seed=self.seed, fault_profile=p.name,
                 bug=self.bug, bounds=self.bounds_label, spec_module=a.spec_module,
                 model_values=a.model_values(), variables=a.spec_variables())))
-            self.lines.append(step_line(self._tid_json, 0, 0, "Init", "{}", a.encode_state(self.world)))
+            self._last_state = a.encode_state(self.world)
+            self.lines.append(step_line(self._tid_json, 0, 0, "Init", "{}", self._last_state))
         init_v = self.monitor.check(self.world, "Init", None)
         for v in init_v:
             self.violations.append({"invariant": v.invariant, "step": 0, "detail": v.detail})
@@ -240,11 +254,13 @@ class Simulator:
         for n in bad:
             inv.setdefault(n, "violated")
         if self.tracing:
-            self.lines.append(dumps(footer_obj(trace_id=self.trace_id, steps=self.step_no,
+            self.lines.append(dumps(footer_obj(trace_id=self.trace_id, steps=self.trace_steps,
                                                end_reason=end, invariants=inv,
-                                               violations=self.violations)))
+                                               violations=self.violations,
+                                               actions=self.step_no)))
         return SimResult(self.trace_id, self.seed, self.step_no, end, inv, self.violations,
-                         self.lines if self.tracing else None, self.now, self.events)
+                         self.lines if self.tracing else None, self.now, self.events,
+                         self.trace_steps)
 
     # ------------------------------------------------------------------ event handlers
     # Each returns True when the run must stop (an invariant was violated).

@@ -8,8 +8,10 @@ Lines 2..n+2, one per step (step 0 is the initial state, action "Init"):
   {"kind":"step","trace_id":..,"step":i,"time_ms":t,"action":..,"params":{..},"state":{..}}
   `state` holds every spec variable AFTER the step, ITF-encoded (kraftcheck.values.to_itf).
 Last line, the footer:
-  {"kind":"footer","trace_id":..,"steps":n,"end_reason":..,"invariants":{name:"ok"|"violated"},
-   "violations":[{"invariant":..,"step":..,"detail":..}]}
+  {"kind":"footer","trace_id":..,"steps":n,"actions":a,"end_reason":..,
+   "invariants":{name:"ok"|"violated"},"violations":[{"invariant":..,"step":..,"action":..,
+   "detail":..}]}
+  (`steps` = steps written; `actions` also counts the stutters, which are not written.)
 
 Every line is json.dumps(obj, sort_keys=True, separators=(",", ":")), so the same run gives the
 same bytes.  `step_line` builds the step line from pre-encoded JSON texts without re-encoding
@@ -69,11 +71,12 @@ def step_line(trace_id_json: str, step: int, time_ms: int, action: str, params_j
 
 
 def footer_obj(*, trace_id: str, steps: int, end_reason: str, invariants: dict[str, str],
-               violations: list[dict]) -> dict:
+               violations: list[dict], actions: int | None = None) -> dict:
     return {
         "kind": "footer",
         "trace_id": trace_id,
         "steps": steps,
+        "actions": steps if actions is None else actions,
         "end_reason": end_reason,
         "invariants": dict(sorted(invariants.items())),
         "violations": violations,
@@ -98,7 +101,7 @@ _HEADER_KEYS = {"kind": str, "schema": str, "trace_id": str, "protocol": str, "s
 _STEP_KEYS = {"kind": str, "trace_id": str, "step": int, "time_ms": int, "action": str,
               "params": dict, "state": dict}
 _FOOTER_KEYS = {"kind": str, "trace_id": str, "steps": int, "end_reason": str,
-                "invariants": dict, "violations": list}
+                "invariants": dict, "violations": list}   # "actions" (int) is optional
 
 
 def _check_keys(obj: dict, spec: dict, where: str, optional_null=()) -> list[str]:
@@ -174,6 +177,9 @@ def validate_lines(lines: Iterable[str], decode_states: bool = True) -> list[str
             n_steps += 1
         elif kind == "footer":
             errs += _check_keys(obj, _FOOTER_KEYS, where)
+            if "actions" in obj and (not isinstance(obj["actions"], int)
+                                     or obj["actions"] < obj.get("steps", 0)):
+                errs.append(f"{where}: footer actions must be an integer >= steps")
             if obj.get("steps") != n_steps - 1:
                 errs.append(f"{where}: footer steps {obj.get('steps')} != {n_steps - 1} steps after Init")
             for name, res in (obj.get("invariants") or {}).items():
