@@ -32,6 +32,7 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are ordinary readable files
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -46,6 +46,10 @@
 (*     ISR) and acks=1 otherwise.                                          *)
 (*  A8 A restarting broker registers and is unfenced in one step (it has   *)
 (*     caught up with the metadata at once, by A1).                        *)
+(*  A9 The leader applies the HWM rule inside the steps where Kafka's      *)
+(*     leader recomputes it (append, follower fetch, ISR change, becoming  *)
+(*     leader) instead of in a separate step; it knows each follower's     *)
+(*     log (a dead follower's as it was when it died).                     *)
 (***************************************************************************)
 EXTENDS Integers, FiniteSets, Sequences, ELRRules
 
@@ -166,7 +170,8 @@ leaderVars     == <<hwm, pendingIsr, pendingAcks>>
 ghostVars      == <<acked, committedLog, uncleanShutdowns, dataLossShutdowns>>
 vars == <<brokerVars, controllerVars, leaderVars, ghostVars>>
 
-\* the partition record and the leader state that follows it
+\* the partition record, the leader state that follows it, and the ghosts the
+\* HWM rule updates
 partitionVars == <<leader, leaderEpoch, isr, elr, lastKnownElr, lastKnownLeader,
                    hwm, committedLog, acked, pendingIsr, pendingAcks>>
 
@@ -210,7 +215,8 @@ LogInfo(b) == [brokerEpoch |-> brokerEpoch[b], leaderEpoch |-> leaderEpoch,
 (* Every controller action first computes the ELR update `st` =            *)
 (* [isr, elr, lastKnownElr] (ELRRules!ElrUpdate), then runs the election   *)
 (* (ElectionOutcomes), then writes the result with ApplyOutcome.           *)
-(* An outcome is [leader, isr, elr, lastKnownElr, lastKnownLeader].        *)
+(* An outcome is [leader, elected, isr, elr, lastKnownElr,                *)
+(* lastKnownLeader].                                                       *)
 (***************************************************************************)
 StateOf == [isr |-> isr, elr |-> elr, lastKnownElr |-> lastKnownElr]
 
@@ -324,17 +330,18 @@ ApplyOutcome(o, newLog, rejectPending, effMin) ==
                             SubSeq(committedLog, 1, baseHwm),
                             IF elected \/ o.leader /= leader THEN {} ELSE pendingAcks))
 
-\* The controller fences b (or registers a new incarnation of b): b leaves the
-\* ISR through the ELR update, and a new leader is elected if b led.
-\* `unclean` = {b} when the controller detected an unclean shutdown.
-FenceOutcomes(b, unclean) ==
-    LET proposed == IF b \in isr THEN isr \ {b} ELSE isr
-        st       == IF b \in isr \/ unclean /= {}
-                    THEN ElrUpdate(isr, elr, lastKnownElr, proposed, EffMinIsr,
-                                   unclean, ElrEnabled,
-                     BugSkipElrRule)
-                    ELSE StateOf
-    IN  ElectionOutcomes(st, Unfenced \ {b}, leader)
+\* The ELR update when the controller takes b out of the ISR (b is fenced, or
+\* a new incarnation of b registers).  `unclean` = {b} when the controller
+\* detected an unclean shutdown: b is then also dropped from the ELR.
+RemovalState(b, unclean) ==
+    IF b \in isr \/ unclean /= {}
+    THEN ElrUpdate(isr, elr, lastKnownElr, isr \ {b}, EffMinIsr, unclean, ElrEnabled,
+                   BugSkipElrRule)
+    ELSE StateOf
+
+\* The controller fences b: b leaves the ISR through the ELR update, and a new
+\* leader is elected if b led.
+FenceOutcomes(b) == ElectionOutcomes(RemovalState(b, {}), Unfenced \ {b}, leader)
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -382,6 +389,9 @@ Init ==
 \* HWM; an acks=1 request is answered at once.
 ProduceAcks == IF Cardinality(isr) >= EffMinIsr THEN "all" ELSE "one"
 
+\* KIP-966 §"Additional High Watermark advancement requirement" (acks recap):
+\* the leader appends v in its epoch; an acks=all request joins the purgatory;
+\* then the leader applies the HWM rule (with min ISR 1 it may commit at once).
 Produce(v) ==
     /\ LeaderLive
     /\ Len(log[leader]) < MaxLogLen
@@ -429,8 +439,8 @@ ShrinkIsr(f) ==
     /\ pendingIsr = {}
     /\ f \in isr \ {leader}
     /\ log[f] /= log[leader]
-    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, isr \ {f}, EffMinIsr, {}, ElrEnabled,
-                     BugSkipElrRule)
+    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, isr \ {f}, EffMinIsr, {},
+                           ElrEnabled, BugSkipElrRule)
        IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, FALSE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
                    uncleanShutdowns, dataLossShutdowns>>
@@ -455,8 +465,8 @@ ProposeIsrExpand(f) ==
 \* controller receives the new ISR, it will trigger an ELR update."
 CommitAlterPartition ==
     /\ pendingIsr /= {}
-    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, pendingIsr, EffMinIsr, {}, ElrEnabled,
-                     BugSkipElrRule)
+    /\ LET st == ElrUpdate(isr, elr, lastKnownElr, pendingIsr, EffMinIsr, {},
+                           ElrEnabled, BugSkipElrRule)
        IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, TRUE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
                    uncleanShutdowns, dataLossShutdowns>>
@@ -475,7 +485,7 @@ FenceBroker(b) ==
     /\ ~fenced[b]
     /\ alive[b] => FenceRunningBrokers
     /\ fenced' = [fenced EXCEPT ![b] = TRUE]
-    /\ \E o \in FenceOutcomes(b, {}) : ApplyOutcome(o, log, b \in pendingIsr, EffMinIsr)
+    /\ \E o \in FenceOutcomes(b) : ApplyOutcome(o, log, b \in pendingIsr, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, minIsr, replies,
                    uncleanShutdowns, dataLossShutdowns>>
 
@@ -506,7 +516,7 @@ CleanShutdown(b) ==
     /\ fenced'       = [fenced EXCEPT ![b] = TRUE]
     /\ IF fenced[b]
        THEN UNCHANGED partitionVars
-       ELSE \E o \in FenceOutcomes(b, {}) : ApplyOutcome(o, log, b \in pendingIsr, EffMinIsr)
+       ELSE \E o \in FenceOutcomes(b) : ApplyOutcome(o, log, b \in pendingIsr, EffMinIsr)
     /\ UNCHANGED <<log, brokerEpoch, minIsr, replies,
                    uncleanShutdowns, dataLossShutdowns>>
 
@@ -540,13 +550,6 @@ UncleanShutdown(b) ==
 \* (abstraction A8).
 \* Pre-KIP (ElrEnabled = FALSE) there is no detection: registering only fences
 \* the old incarnation, which keeps the last ISR member in the ISR.
-RegistrationState(b, unclean) ==
-    LET proposed == IF b \in isr THEN isr \ {b} ELSE isr
-    IN  IF b \in isr \/ unclean /= {}
-        THEN ElrUpdate(isr, elr, lastKnownElr, proposed, EffMinIsr, unclean, ElrEnabled,
-                     BugSkipElrRule)
-        ELSE StateOf
-
 RestartBroker(b, k) ==
     /\ ~alive[b]
     /\ brokerEpoch[b] < MaxBrokerEpoch
@@ -558,7 +561,7 @@ RestartBroker(b, k) ==
            newLog          == [log EXCEPT ![b] = SubSeq(@, 1, k)]
            incumbent       == IF leader = b THEN NoBroker ELSE leader
        IN  /\ log' = newLog
-           /\ \E o \in ElectionOutcomes(RegistrationState(b, unclean), Unfenced \cup {b},
+           /\ \E o \in ElectionOutcomes(RemovalState(b, unclean), Unfenced \cup {b},
                                         incumbent) :
                  ApplyOutcome(o, newLog, b \in pendingIsr, EffMinIsr)
     /\ alive'             = [alive EXCEPT ![b] = TRUE]
@@ -584,8 +587,8 @@ ChangeMinIsr(m) ==
     /\ m /= minIsr
     /\ minIsr' = m
     /\ LET newEff == EffectiveMinIsr(m, ReplicationFactor)
-           st     == ElrUpdate(isr, elr, lastKnownElr, isr, newEff, {}, ElrEnabled,
-                     BugSkipElrRule)
+           st     == ElrUpdate(isr, elr, lastKnownElr, isr, newEff, {},
+                               ElrEnabled, BugSkipElrRule)
        IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, FALSE, newEff)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, replies,
                    uncleanShutdowns, dataLossShutdowns>>

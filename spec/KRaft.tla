@@ -66,6 +66,9 @@ CONSTANTS
                              \* its own log end offset
     BugObserverVotes,        \* observers are asked for, grant and count votes
     BugNoClusterIdCheck,     \* clusterId is not validated by any request
+    BugClusterIdFatalFromNonLeader, \* INVALID_CLUSTER_ID in a FetchResponse
+                             \* is fatal even if the responder is not the
+                             \* elected leader (the KIP's literal step 1a)
     BugSkipFetchValidation   \* leader serves records without validating
                              \* FetchOffset / LastFetchedEpoch
 
@@ -129,8 +132,13 @@ ASSUME
 (*   ghostCommitted   Seq of [entry |-> record, epoch |-> e]: the longest  *)
 (*                    prefix any leader ever committed, each record tagged *)
 (*                    with the epoch of the leader that committed it.      *)
-(*   ghostVotes       set of [voter, epoch, candidate]: every vote ever    *)
-(*                    cast (a candidate's vote for itself included).       *)
+(*   ghostVotes[i]    the set of candidates i has voted for in epoch       *)
+(*                    currentEpoch[i] (its vote for itself included).      *)
+(*                    Unlike votedId it survives crashes.  Votes of older  *)
+(*                    epochs are not kept: a replica only votes in its     *)
+(*                    current epoch, and epochs never decrease, so a       *)
+(*                    second vote in an epoch can only happen while that   *)
+(*                    epoch is current (TypeOK checks the epoch stays).    *)
 (***************************************************************************)
 VARIABLES
     currentEpoch, votedId, leaderId, log,
@@ -268,6 +276,8 @@ StepDown(i, e, l) ==
         /\ leaderId'     = [leaderId     EXCEPT ![i] = l]
         /\ role'         = [role         EXCEPT ![i] = PassiveRole(v, l)]
         /\ ClearCandidateAndLeaderState(i)
+        /\ ghostVotes'   = [ghostVotes   EXCEPT ![i] =
+                               IF e > currentEpoch[i] THEN {} ELSE @]
 
 (***************************************************************************)
 (* KIP-595 §"Vote": "A voter triggers an election by first voting for      *)
@@ -283,7 +293,7 @@ StartElection(i, e) ==
     /\ votesRejected' = [votesRejected EXCEPT ![i] = {}]
     /\ followerEndOffset' = [followerEndOffset EXCEPT ![i] = NoEndOffsets]
     /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
-    /\ ghostVotes' = ghostVotes \cup {[voter |-> i, epoch |-> e, candidate |-> i]}
+    /\ ghostVotes' = [ghostVotes EXCEPT ![i] = {i}]
 
 (***************************************************************************)
 (* KIP-595 §"Vote Response Handling" steps 2-3: with a majority the        *)
@@ -348,7 +358,7 @@ Init ==
     /\ msgs              = EmptyBag
     /\ restartCount      = 0
     /\ ghostCommitted    = << >>
-    /\ ghostVotes        = {}
+    /\ ghostVotes        = [i \in Server |-> {}]
 
 (***************************************************************************)
 (*                      ACTIONS: timers and local events                   *)
@@ -551,10 +561,9 @@ HandleVoteRequest(m) ==
                                 THEN PassiveRole(newVote, leader) ELSE @]
                   /\ IF bump THEN ClearCandidateAndLeaderState(j)
                              ELSE UNCHANGED <<candidateVars, leaderVars>>
-                  /\ ghostVotes' = IF grant
-                                   THEN ghostVotes \cup
-                                        {[voter |-> j, epoch |-> m.epoch, candidate |-> c]}
-                                   ELSE ghostVotes
+                  /\ ghostVotes' = [ghostVotes EXCEPT ![j] =
+                                       (IF bump THEN {} ELSE @) \cup
+                                       (IF grant THEN {c} ELSE {})]
                   /\ Reply(VoteResponse(j, c, m.epoch, leader, grant, "NONE"), m)
                   /\ UNCHANGED <<log, highWatermark>>
     /\ UNCHANGED <<restartCount, ghostCommitted>>
@@ -579,10 +588,10 @@ HandleVoteResponse(m) ==
               LET granted == votesGranted[i] \cup {m.src}
               IN  IF IsElectionQuorum(granted)
                   THEN /\ BecomeLeader(i)
-                       /\ UNCHANGED <<currentEpoch, votedId, highWatermark>>
+                       /\ UNCHANGED <<currentEpoch, votedId, highWatermark, ghostVotes>>
                   ELSE /\ votesGranted' = [votesGranted EXCEPT ![i] = granted]
                        /\ UNCHANGED <<persistentVars, role, highWatermark,
-                                      votesRejected, leaderVars>>
+                                      votesRejected, leaderVars, ghostVotes>>
          [] role[i] = "Candidate" /\ m.epoch = currentEpoch[i] /\ ~m.voteGranted ->
               LET rejected == votesRejected[i] \cup {m.src}
               IN  IF ~IsElectionQuorum(Electorate \ rejected)
@@ -590,11 +599,11 @@ HandleVoteResponse(m) ==
                        /\ UNCHANGED <<log, highWatermark>>
                   ELSE /\ votesRejected' = [votesRejected EXCEPT ![i] = rejected]
                        /\ UNCHANGED <<persistentVars, role, highWatermark,
-                                      votesGranted, leaderVars>>
+                                      votesGranted, leaderVars, ghostVotes>>
          [] OTHER ->
-              UNCHANGED nodeVars
+              UNCHANGED <<nodeVars, ghostVotes>>
     /\ Discard(m)
-    /\ UNCHANGED <<restartCount, ghostVars>>
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
 
 (***************************************************************************)
 (* KIP-595 §"BeginQuorumEpoch Request Handling" and §"Cluster              *)
@@ -613,22 +622,23 @@ HandleBeginQuorumEpochRequest(m) ==
     /\ CASE ~ClusterIdMatches(m) ->
               /\ Shutdown(j)
               /\ Discard(m)
-              /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars>>
+              /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars,
+                             ghostVotes>>
          [] m.epoch < currentEpoch[j] ->
               /\ Reply(BeginQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
                                                 "FENCED_LEADER_EPOCH"), m)
-              /\ UNCHANGED nodeVars
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
          [] /\ m.epoch = currentEpoch[j]
             /\ leaderId[j] \notin {Nil, l}
             /\ ~BugAcceptSecondLeader ->
               /\ Reply(BeginQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
                                                 "INVALID_QUORUM_STATE"), m)
-              /\ UNCHANGED nodeVars
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
          [] OTHER ->
               /\ StepDown(j, m.epoch, l)
               /\ Reply(BeginQuorumEpochResponse(j, l, m.epoch, l, "NONE"), m)
               /\ UNCHANGED <<log, highWatermark>>
-    /\ UNCHANGED <<restartCount, ghostVars>>
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
 
 (***************************************************************************)
 (* KIP-595 §"BeginQuorumEpoch Response Handling": with no error the leader *)
@@ -646,11 +656,11 @@ HandleBeginQuorumEpochResponse(m) ==
          [] role[l] = "Leader" /\ m.epoch = currentEpoch[l] /\ m.error = "NONE" ->
               /\ followerEndOffset' = [followerEndOffset EXCEPT ![l][m.src] = Max(@, 0)]
               /\ UNCHANGED <<persistentVars, role, highWatermark, candidateVars,
-                             fetchedSinceCheck>>
+                             fetchedSinceCheck, ghostVotes>>
          [] OTHER ->
-              UNCHANGED nodeVars
+              UNCHANGED <<nodeVars, ghostVotes>>
     /\ Discard(m)
-    /\ UNCHANGED <<restartCount, ghostVars>>
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
 
 (***************************************************************************)
 (* KIP-595 §"EndQuorumEpoch Request Handling".  Rejected (no state change) *)
@@ -681,7 +691,7 @@ HandleEndQuorumEpochRequest(m) ==
               /\ UNCHANGED <<log, highWatermark>>
          [] OTHER ->
               /\ StepDown(j, m.epoch, l)
-              /\ UNCHANGED <<log, highWatermark, ghostVotes>>
+              /\ UNCHANGED <<log, highWatermark>>
     /\ Discard(m)
     /\ UNCHANGED <<restartCount, ghostCommitted>>
 
@@ -689,13 +699,16 @@ HandleEndQuorumEpochRequest(m) ==
 (* KIP-595 §"FetchRequest Handling" steps 1-4 (and §"BeginQuorumEpoch":    *)
 (* "If a non-leader receives a Fetch request, it would return an error     *)
 (* code ... and it will also encode the current known leader id / epoch"). *)
-(*  1. clusterId mismatch: INVALID_CLUSTER_ID;                             *)
+(*  1. clusterId mismatch: INVALID_CLUSTER_ID (naming the responder as    *)
+(*     leader iff it is the leader, so the fetcher knows whether the error *)
+(*     comes from an elected leader);                                      *)
 (*  2. epoch differs from the leader's: FENCED_LEADER_EPOCH (smaller) or   *)
 (*     UNKNOWN_LEADER_EPOCH (larger); a non-leader answers                 *)
 (*     NOT_LEADER_OR_FOLLOWER; every error carries epoch and leader;      *)
 (*  3. FetchOffset / LastFetchedEpoch are validated against the leader's   *)
 (*     log: if inconsistent, an empty response with DivergingEpoch;        *)
-(*     otherwise the record at FetchOffset (batches of one record);        *)
+(*     otherwise the record at FetchOffset (batches of one record: a       *)
+(*     larger batch is a sequence of one-record fetches);                  *)
 (*  4. a fetch from a voter records its end offset (and endorsement) and   *)
 (*     may advance the high watermark; observers' fetches never do.        *)
 (***************************************************************************)
@@ -726,7 +739,9 @@ HandleFetchRequest(m) ==
     IN
     /\ role[j] # "Shutdown"
     /\ CASE ~ClusterIdMatches(m) ->
-              /\ Reply(FetchResponse(j, f, m.epoch, Nil, "INVALID_CLUSTER_ID", -1,
+              /\ Reply(FetchResponse(j, f, m.epoch,
+                                     IF role[j] = "Leader" THEN j ELSE Nil,
+                                     "INVALID_CLUSTER_ID", -1,
                                      << >>, NoDivergence, NoEcho), m)
               /\ UNCHANGED <<nodeVars, ghostCommitted>>
          [] role[j] # "Leader" \/ m.epoch # currentEpoch[j] ->
@@ -764,8 +779,12 @@ HandleFetchRequest(m) ==
     /\ UNCHANGED <<restartCount, ghostVotes>>
 
 (***************************************************************************)
-(* KIP-595 §"FetchResponse Handling" and §"Cluster Bootstrapping" step 1a. *)
-(*  - INVALID_CLUSTER_ID: "the broker will shutdown" (fatal);              *)
+(* KIP-595 §"FetchResponse Handling" and §"Cluster Bootstrapping".         *)
+(*  - INVALID_CLUSTER_ID from the elected leader (the responder says it is *)
+(*    the leader): "the broker will shutdown" (fatal).  The same error     *)
+(*    from a non-leader is ignored: "we only treat mismatched clusterId    *)
+(*    errors as fatal when the broker's value conflicts with that of an    *)
+(*    elected leader" (see docs/spec-kraft.md, Findings, on step 1a);     *)
 (*  - a larger epoch (FENCED_LEADER_EPOCH): update the quorum-state file   *)
 (*    and follow the leader in the response if it is defined;              *)
 (*  - the same epoch with a leader the fetcher did not know: follow it     *)
@@ -780,9 +799,13 @@ HandleFetchResponse(m) ==
     LET i == m.dest
     IN
     /\ role[i] # "Shutdown"
-    /\ CASE m.error = "INVALID_CLUSTER_ID" ->
+    /\ CASE /\ m.error = "INVALID_CLUSTER_ID"
+            /\ m.leaderId = m.src \/ BugClusterIdFatalFromNonLeader ->
               /\ Shutdown(i)
-              /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars>>
+              /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars,
+                             ghostVotes>>
+         [] m.error = "INVALID_CLUSTER_ID" ->
+              UNCHANGED <<nodeVars, ghostVotes>>
          [] m.epoch > currentEpoch[i] ->
               /\ StepDown(i, m.epoch, m.leaderId)
               /\ UNCHANGED <<log, highWatermark>>
@@ -800,17 +823,19 @@ HandleFetchResponse(m) ==
             /\ m.lastFetchedEpoch = LastEpoch(log[i]) ->
               IF m.divergingEpoch # NoDivergence /\ ~BugIgnoreDivergingEpoch
               THEN /\ log' = [log EXCEPT ![i] = TruncateToDivergence(@, m.divergingEpoch)]
-                   /\ UNCHANGED <<quorumVars, role, highWatermark, candidateVars, leaderVars>>
+                   /\ UNCHANGED <<quorumVars, role, highWatermark, candidateVars, leaderVars,
+                                  ghostVotes>>
               ELSE LET newLog == log[i] \o m.records
                        cap    == IF BugFollowerHwmNotCapped THEN m.highWatermark
                                  ELSE Min(Len(newLog), m.highWatermark)
                    IN  /\ log' = [log EXCEPT ![i] = newLog]
                        /\ highWatermark' = [highWatermark EXCEPT ![i] = Max(@, cap)]
-                       /\ UNCHANGED <<quorumVars, role, candidateVars, leaderVars>>
+                       /\ UNCHANGED <<quorumVars, role, candidateVars, leaderVars,
+                                      ghostVotes>>
          [] OTHER ->
-              UNCHANGED nodeVars
+              UNCHANGED <<nodeVars, ghostVotes>>
     /\ Discard(m)
-    /\ UNCHANGED <<restartCount, ghostVars>>
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
 
 (***************************************************************************)
 (*                 ACTIONS: the network's faults                           *)
@@ -946,6 +971,8 @@ TypeOK ==
           /\ m.epoch \in 0..MaxEpoch
           /\ "error" \in DOMAIN m => m.error \in ErrorCodes
     /\ restartCount \in 0..MaxRestarts
+    /\ ghostVotes \in [Server -> SUBSET Server]
+    /\ \A i \in Server : votedId[i] # Nil => votedId[i] \in ghostVotes[i]
 
 \* No two replicas are leader of the same epoch at the same time.
 AtMostOneLeaderPerEpoch ==
@@ -989,8 +1016,7 @@ HighWatermarkWithinLog ==
 
 \* No replica votes for two different candidates in the same epoch.
 NoDoubleVote ==
-    \A a, b \in ghostVotes :
-        (a.voter = b.voter /\ a.epoch = b.epoch) => a.candidate = b.candidate
+    \A i \in Server : Cardinality(ghostVotes[i]) <= 1
 
 (***************************************************************************)
 (* KIP-595 §"Cluster Bootstrapping": a replica never votes for, follows or *)
@@ -1008,6 +1034,13 @@ ClusterIdIsolation ==
         /\ votedId[i] \in Server => ClusterOf[votedId[i]] = ClusterOf[i]
         /\ leaderId[i] \in Server => ClusterOf[leaderId[i]] = ClusterOf[i]
         /\ ClusterOf[i] \notin QuorumClusterIds => log[i] = << >>
+
+\* KIP-595 §"Cluster Bootstrapping": "If we blindly shutdown the broker after
+\* any INVALID_CLUSTER_ID error, then a single broker could end up killing a
+\* majority of valid voters".  A replica with the quorum's clusterId is never
+\* stopped by a clusterId error.
+NoCorrectReplicaShutDown ==
+    \A i \in Server : ClusterOf[i] \in QuorumClusterIds => role[i] # "Shutdown"
 
 (***************************************************************************)
 (*                           ACTION PROPERTY                               *)

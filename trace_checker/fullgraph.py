@@ -9,6 +9,7 @@ is a permutation of a state in the graph.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,8 +73,19 @@ def check_graph_config(entry: ConfigEntry) -> None:
 
 
 def graph_key(entry: ConfigEntry) -> str:
-    return spec_key(entry.module_path, entry.cfg_path.read_text(encoding="utf-8"),
-                    extra=f"full:{entry.name}")
+    """`<config name>-<hash>`: the name lets a new build remove the config's stale entries."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", entry.name)
+    return safe + "-" + spec_key(entry.module_path, entry.cfg_path.read_text(encoding="utf-8"),
+                                 extra=f"full:{entry.name}")
+
+
+def _prune(key: str) -> None:
+    """Remove the index and dump of earlier versions of the same config."""
+    prefix = key.rsplit("-", 1)[0] + "-"
+    for kind, suffix in (("graphs", ".graph"), ("dumps", ".dot")):
+        for f in cache_dir(kind).glob(f"{prefix}*{suffix}"):
+            if f.stem != key and len(f.stem) == len(key):
+                f.unlink(missing_ok=True)
 
 
 def load_graph(name: str | ConfigEntry, *, manifest_dir: Path | None = None, jobs: int = 1,
@@ -91,6 +103,7 @@ def load_graph(name: str | ConfigEntry, *, manifest_dir: Path | None = None, job
     res = run_config(entry, dump=dump, timeout=timeout)
     t1 = time.monotonic()
     if res.status != "ok" or not dump.is_file():
+        dump.unlink(missing_ok=True)        # a partial dump is useless
         why = "; ".join(e.message.splitlines()[0] for e in res.errors[:3]) or res.violated or ""
         raise GraphBuildError(f"TLC did not explore {entry.name} completely (status "
                               f"{res.status}{': ' + why if why else ''}); log: {res.log}")
@@ -103,4 +116,5 @@ def load_graph(name: str | ConfigEntry, *, manifest_dir: Path | None = None, job
     g.meta["merged_states"] = (res.distinct_states or len(g)) - len(g)
     t2 = time.monotonic()
     store(key, g)
+    _prune(key)
     return GraphLoad(g, False, time.monotonic() - t0, t1 - t0, t2 - t1)
