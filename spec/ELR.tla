@@ -659,17 +659,17 @@ UncleanLeaderElection ==
 (* labels every transition with its action name (the quantifiers range     *)
 (* over CONSTANT sets only).                                               *)
 (***************************************************************************)
-ProduceStep            == \E v \in Values : Produce(v)
-FollowerFetchStep      == \E f \in Brokers : FollowerFetch(f)
-ShrinkIsrStep          == \E f \in Brokers : ShrinkIsr(f)
-ProposeIsrExpandStep   == \E f \in Brokers : ProposeIsrExpand(f)
-FenceBrokerStep        == \E b \in Brokers : FenceBroker(b)
-UnfenceBrokerStep      == \E b \in Brokers : UnfenceBroker(b)
-CleanShutdownStep      == \E b \in Brokers : CleanShutdown(b)
-UncleanShutdownStep    == \E b \in Brokers : UncleanShutdown(b)
-RestartBrokerStep      == \E b \in Brokers, k \in 0..MaxLogLen : RestartBroker(b, k)
-ChangeMinIsrStep       == \E m \in MinIsrValues : ChangeMinIsr(m)
-SendReplicaLogInfoStep == \E b \in Brokers : SendReplicaLogInfo(b)
+ProduceStep            == \E v \in Values : Produce(v)  \* KIP-966 §"Additional High Watermark advancement requirement"
+FollowerFetchStep      == \E f \in Brokers : FollowerFetch(f)  \* KIP-966 §"Broker behaviors"
+ShrinkIsrStep          == \E f \in Brokers : ShrinkIsr(f)  \* KIP-966 §"ISR invariants"
+ProposeIsrExpandStep   == \E f \in Brokers : ProposeIsrExpand(f)  \* KIP-966 §"Additional High Watermark advancement requirement"
+FenceBrokerStep        == \E b \in Brokers : FenceBroker(b)  \* KIP-966 §"Controller behaviors"
+UnfenceBrokerStep      == \E b \in Brokers : UnfenceBroker(b)  \* KIP-966 §"Controller behaviors"
+CleanShutdownStep      == \E b \in Brokers : CleanShutdown(b)  \* KIP-966 §"Detection of an unclean shutdown"
+UncleanShutdownStep    == \E b \in Brokers : UncleanShutdown(b)  \* KIP-966 §"Motivation"
+RestartBrokerStep      == \E b \in Brokers, k \in 0..MaxLogLen : RestartBroker(b, k)  \* KIP-966 §"Detection of an unclean shutdown"
+ChangeMinIsrStep       == \E m \in MinIsrValues : ChangeMinIsr(m)  \* KIP-966 §"Other behaviors"
+SendReplicaLogInfoStep == \E b \in Brokers : SendReplicaLogInfo(b)  \* KIP-966 §"Unclean recovery"
 
 Next ==
     \/ ProduceStep

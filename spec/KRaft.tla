@@ -504,6 +504,8 @@ FetchOutstanding(i) ==
     \E m \in BagToSet(msgs) : \/ m.type = "FetchRequest" /\ m.src = i
                               \/ m.type = "FetchResponse" /\ m.dest = i
 
+\* KIP-595 §"Fetch" (followers pull from the leader) and §"Cluster
+\* Bootstrapping" steps 1 and 4 (discovery Fetch to a random voter).
 SendFetchRequest(i, j) ==
     /\ \/ role[i] = "Follower" /\ j = leaderId[i]
        \/ /\ role[i] \in {"Unattached", "Voted"}
@@ -841,12 +843,16 @@ HandleFetchResponse(m) ==
 (*                 ACTIONS: the network's faults                           *)
 (***************************************************************************)
 
-\* Message loss (including messages to a node that has shut down).
+\* Message loss (including messages to a node that has shut down).  KIP-595
+\* §"Configurations" (quorum.request.timeout.ms, quorum.retry.backoff.ms):
+\* requests may fail or be lost and are retried.
 DropMessage ==
     /\ \E m \in BagToSet(msgs) : Discard(m)
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
 
-\* Message duplication: one more copy of a message in flight.
+\* Message duplication: one more copy of a message in flight (a retried
+\* request whose first copy was not lost; KIP-595 §"Configurations",
+\* quorum.retry.backoff.ms, and §"Fetch" on retried Fetch requests).
 DuplicateMessage ==
     /\ NumInFlight < MaxInFlight
     /\ \E m \in BagToSet(msgs) : msgs' = msgs (+) SetToBag({m})
@@ -857,21 +863,28 @@ DuplicateMessage ==
 (* and is a named zero-arity operator so that TLC gives it its own action  *)
 (* label (an inline \E m \in ... in Next would be labelled "Next").        *)
 (***************************************************************************)
+\* KIP-595 §"Vote Request Handling".
 ReceiveVoteRequest ==
     \E m \in BagToSet(msgs) : m.type = "VoteRequest" /\ HandleVoteRequest(m)
+\* KIP-595 §"Vote Response Handling".
 ReceiveVoteResponse ==
     \E m \in BagToSet(msgs) : m.type = "VoteResponse" /\ HandleVoteResponse(m)
+\* KIP-595 §"BeginQuorumEpoch Request Handling".
 ReceiveBeginQuorumEpochRequest ==
     \E m \in BagToSet(msgs) : m.type = "BeginQuorumEpochRequest"
                               /\ HandleBeginQuorumEpochRequest(m)
+\* KIP-595 §"BeginQuorumEpoch Response Handling".
 ReceiveBeginQuorumEpochResponse ==
     \E m \in BagToSet(msgs) : m.type = "BeginQuorumEpochResponse"
                               /\ HandleBeginQuorumEpochResponse(m)
+\* KIP-595 §"EndQuorumEpoch Request Handling".
 ReceiveEndQuorumEpochRequest ==
     \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochRequest"
                               /\ HandleEndQuorumEpochRequest(m)
+\* KIP-595 §"FetchRequest Handling".
 ReceiveFetchRequest ==
     \E m \in BagToSet(msgs) : m.type = "FetchRequest" /\ HandleFetchRequest(m)
+\* KIP-595 §"FetchResponse Handling".
 ReceiveFetchResponse ==
     \E m \in BagToSet(msgs) : m.type = "FetchResponse" /\ HandleFetchResponse(m)
 
