@@ -11,8 +11,16 @@ from typing import Any
 
 from rich.console import Console
 
-console = Console(stderr=False, highlight=False)
-err_console = Console(stderr=True, highlight=False)
+def _width(stream) -> int | None:
+    """Rich falls back to 80 columns when output is not a terminal (make demo | tee, CI logs),
+    which truncates the result tables; use a wide page there instead (COLUMNS still wins)."""
+    if os.environ.get("COLUMNS") or stream.isatty():
+        return None
+    return 160
+
+
+console = Console(stderr=False, highlight=False, width=_width(sys.stdout))
+err_console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
 
 
 def print_json(obj: Any) -> None:

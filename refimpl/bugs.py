@@ -66,6 +66,13 @@ _BUGS: list[PlantedBug] = [
         "The leader computes the high watermark as the offset replicated to half of the voters "
         "(n // 2) instead of a majority (n // 2 + 1).",
         ("NoCommittedRecordLost", "LeaderCompleteness")),
+    PlantedBug(
+        "cluster-id-fatal-from-any-replica", "kraft",
+        "A fetcher shuts down on INVALID_CLUSTER_ID from any replica, not only from the elected "
+        "leader (the KIP's literal FetchResponse step 1a), so one misconfigured broker can stop "
+        "correct voters.",
+        ("NoCorrectReplicaShutDown",),
+        spec_switch="BugClusterIdFatalFromNonLeader"),
 ]
 
 BUGS: dict[str, PlantedBug] = {b.name: b for b in _BUGS}

@@ -129,11 +129,20 @@ def test_required_bugs_registered():
         bug_enabled("x", "no-such-bug")
 
 
+# A bug that only shows with a misconfigured replica runs on the cluster-id config's bounds.
+_BUG_BOUNDS = {"cluster-id-fatal-from-any-replica": "tlc_configs/kraft-ci-clusterid.cfg"}
+
+
 @pytest.mark.parametrize("bug", KRAFT_BUGS)
 def test_planted_bug_caught_by_its_invariant(bug):
+    from pathlib import Path
+    from refimpl.sim.bounds import parse_cfg
     expected = set(BUGS[bug].caught_by)
+    cfg = _BUG_BOUNDS.get(bug)
+    root = Path(__file__).resolve().parent.parent
     for seed in range(60):
-        r = run(seed=seed, steps=2000, bug=bug, trace=False)
+        adapter = KRaftAdapter.from_options(parse_cfg(root / cfg), bug) if cfg else None
+        r = run(seed=seed, steps=2000, bug=bug, adapter=adapter, trace=False)
         if r.violations:
             assert r.violations[0]["invariant"] in expected, r.violations[0]
             assert r.end_reason == "violation"
@@ -269,12 +278,17 @@ def test_misconfigured_replica_is_isolated():
     r = sim.run()
     assert r.violations == [] and r.invariants["ClusterIdIsolation"] == "ok"
     assert sim.states["n3"].log == ()
-    # Finding (KIP-595r): a correctly configured replica's discovery Fetch may reach the
-    # misconfigured voter, and INVALID_CLUSTER_ID in a Fetch response is fatal ("the broker
-    # will shutdown"), although the KIP means only a conflict with an *elected leader* to be
-    # fatal.  The spec models the same rule; this seed shows a correct replica stopped by it.
+    # KIP-595r: INVALID_CLUSTER_ID in a Fetch response is fatal only from an elected leader.
+    # A correct replica's discovery Fetch may reach the misconfigured voter (with the planted
+    # bug cluster-id-fatal-from-any-replica, seed 1 shows it stopping a correct voter), yet
+    # no correct replica is shut down.
     from refimpl.kraft.state import Role
-    assert sim.states["n2"].role is Role.SHUTDOWN
+    assert r.invariants["NoCorrectReplicaShutDown"] == "ok"
+    assert all(sim.states[n].role is not Role.SHUTDOWN for n in ("n1", "n2"))
+    buggy = KRaftAdapter(KRaftBounds(voters=("n1", "n2", "n3"), misconfigured=("n3",)),
+                         bug="cluster-id-fatal-from-any-replica")
+    rb = Simulator(buggy, 1, get_profile("lossy"), 1500, trace=False).run()
+    assert [v["invariant"] for v in rb.violations][:1] == ["NoCorrectReplicaShutDown"]
 
 
 def test_elr_protocol_runs_in_the_same_simulator():
@@ -288,3 +302,97 @@ def test_elr_protocol_runs_in_the_same_simulator():
     assert r.steps > 0
     from refimpl.trace.format import validate_lines
     assert validate_lines(r.lines) == []
+
+
+# ---------------------------------------------------------------- composite steps (generic)
+
+class _Counters(ProtocolAdapter):
+    """A toy protocol for the simulator's composite-step features: node a's tick also bumps
+    b (a continuation part, one trace line) and then echoes on b (a step of its own); b never
+    crashes (crash_kind veto); a's graceful stop is one step; a's first two restarts are
+    refused (restart returns None)."""
+
+    name = "toy"
+    spec_module = "Toy"
+    atomic_graceful_shutdown = True
+
+    def __init__(self):
+        self.refused = 0
+
+    @classmethod
+    def from_options(cls, bounds, bug):
+        return cls()
+
+    def nodes(self):
+        return ("a", "b")
+
+    def model_values(self):
+        return ("a", "b")
+
+    def spec_variables(self):
+        return ("a", "b", "upA")
+
+    def init(self):
+        from refimpl.sim.protocol import SetTimer
+        return {"a": 0, "b": 0}, {"a": {}, "b": {}}, [("a", SetTimer("tick", 10))]
+
+    def deliver(self, node, state, env, now_ms):
+        return None
+
+    def fire_timer(self, node, state, timer, now_ms):
+        from refimpl.sim.protocol import SetTimer, Transition
+        b = self.world.states["b"]
+        return Transition(state + 1, "Tick", {}, timers=(SetTimer("tick", 10),),
+                          chain=(("b", Transition(b + 1, None)),
+                                 ("b", Transition(b + 101, "Echo"))))
+
+    def client_request(self, world, rng):
+        return None
+
+    def restart(self, node, disk, now_ms):
+        from refimpl.sim.protocol import SetTimer, Transition
+        if self.refused < 2:
+            self.refused += 1
+            return None
+        return Transition(self.world.states[node], "Start", {}, timers=(SetTimer("tick", 10),))
+
+    def graceful_shutdown(self, node, state, now_ms):
+        from refimpl.sim.protocol import Transition
+        return Transition(state + 1000, "Stop", {})
+
+    def crash_kind(self, node, kind):
+        return None if node == "b" else "graceful"
+
+    def bind(self, world):
+        self.world = world
+
+    def project(self, world):
+        return {"a": world.states["a"], "b": world.states["b"], "upA": world.up["a"]}
+
+    def monitor(self):
+        from refimpl.sim.protocol import Monitor
+
+        class _None(Monitor):
+            def check(self, world, action, node):
+                return []
+        return _None()
+
+
+def test_composite_steps_restart_refusal_crash_veto_and_atomic_stop():
+    prof = FaultProfile("toy", crash_every_ms=200, downtime_ms=(50, 60), client_every_ms=0)
+    a = _Counters()
+    r = Simulator(a, 1, prof, 400, trace=True).run()
+    steps = [json.loads(x) for x in r.lines[1:-1]]
+    acts = [s["action"] for s in steps]
+    assert set(acts) == {"Init", "Tick", "Echo", "Stop", "Start"} and a.refused == 2
+    for prev, s in zip(steps, steps[1:]):
+        p, q = prev["state"], s["state"]
+        if s["action"] == "Tick":       # a's tick and its continuation on b: one line
+            assert (q["a"] - p["a"], q["b"] - p["b"]) == (1, 1)
+        elif s["action"] == "Echo":     # its own line, right after the tick
+            assert prev["action"] == "Tick" and q["b"] - p["b"] == 100
+        elif s["action"] == "Stop":     # the graceful stop and the node's stop: one line
+            assert q["a"] - p["a"] == 1000 and p["upA"] and not q["upA"]
+            assert steps[steps.index(s) + 1]["action"] == "Start"   # no Crash line
+    i = acts.index("Stop")              # the restart comes after two refused attempts
+    assert steps[i + 1]["time_ms"] - steps[i]["time_ms"] >= 2 * 500

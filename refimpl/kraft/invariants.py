@@ -18,6 +18,8 @@ checked.
   NoDoubleVote              no replica votes for two candidates in one epoch
   ClusterIdIsolation        a replica never votes for / follows a replica of another cluster,
                             and a replica outside the quorum's cluster keeps an empty log
+  NoCorrectReplicaShutDown  a replica with the quorum's clusterId is never stopped by a
+                            clusterId error
   HighWatermarkMonotonic    a replica's HWM only decreases on Restart (to 0)
 """
 
@@ -32,7 +34,8 @@ __all__ = ["KRaftMonitor", "INVARIANTS"]
 
 INVARIANTS = (
     "AtMostOneLeaderPerEpoch", "LogMatching", "LeaderCompleteness", "NoCommittedRecordLost",
-    "HighWatermarkWithinLog", "NoDoubleVote", "ClusterIdIsolation", "HighWatermarkMonotonic",
+    "HighWatermarkWithinLog", "NoDoubleVote", "ClusterIdIsolation", "NoCorrectReplicaShutDown",
+    "HighWatermarkMonotonic",
 )
 
 
@@ -168,6 +171,12 @@ class KRaftMonitor(Monitor):
             if self.quorum_clusters and mine not in self.quorum_clusters and s.log:
                 out.append(Violation("ClusterIdIsolation",
                                      f"{node} ({mine}) obtained records of another cluster"))
+        # NoCorrectReplicaShutDown (KIP-595r "Cluster Bootstrapping")
+        if s.role is Role.SHUTDOWN and (prev is None or prev.role is not Role.SHUTDOWN) and (
+                not self.quorum_clusters or mine in self.quorum_clusters):
+            out.append(Violation("NoCorrectReplicaShutDown",
+                                 f"{node} ({mine}) has the quorum's clusterId but was shut down "
+                                 "by a clusterId error"))
         log = s.log
         log_changed = prev is None or prev.log is not log
         if hist is not None:

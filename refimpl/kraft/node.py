@@ -79,6 +79,8 @@ class KRaftNode:
         self.bug_follower_hwm = bug_enabled(bug, "follower-hwm-uncapped")
         self.bug_vote_ignores_log = bug_enabled(bug, "vote-ignores-log")
         self.bug_majority = bug_enabled(bug, "majority-off-by-one")
+        self.bug_cluster_id_fatal_from_non_leader = bug_enabled(
+            bug, "cluster-id-fatal-from-any-replica")
 
     # ------------------------------------------------------------------ construction
 
@@ -160,6 +162,10 @@ class KRaftNode:
         elif s.role is Role.LEADER:
             keep[CHECK_QUORUM] = SetTimer(CHECK_QUORUM, cfg.fetch_timeout_ms)
             keep[RESEND] = SetTimer(RESEND, 0)
+        if FETCH in keep and s.fetch_pending:
+            # a Fetch is still outstanding (it may get no answer: a replica with nothing to
+            # tell sends none): fetch again when quorum.request.timeout.ms expires
+            keep[REQUEST] = SetTimer(REQUEST, cfg.request_timeout_ms)
         return tuple(keep[t] if t in keep else CancelTimer(t) for t in ALL_TIMERS)
 
     def _has_quorum(self, granted) -> bool:
@@ -483,9 +489,20 @@ class KRaftNode:
                                                         m.last_fetched_epoch, records, div))
 
         if self._cluster_check_fails(s, m.cluster_id):                          # step 1
+            # the response names the responder as leader iff it is the elected leader, so the
+            # fetcher can tell whether the error comes from an elected leader (see below)
+            leader = s.node_id if s.role is Role.LEADER else None
             return self._same(s, "HandleFetchRequest",
-                              [resp(s, Errors.INVALID_CLUSTER_ID, None, m.current_leader_epoch, -1)])
+                              [resp(s, Errors.INVALID_CLUSTER_ID, leader, m.current_leader_epoch, -1)])
         if s.role is not Role.LEADER or m.current_leader_epoch != s.epoch:       # step 2
+            informative = (m.current_leader_epoch < s.epoch or (
+                m.current_leader_epoch == s.epoch and s.leader_id not in (None, src)))
+            if not informative:
+                # UNKNOWN_LEADER_EPOCH carries an epoch below the fetcher's, and
+                # NOT_LEADER_OR_FOLLOWER without a leader carries nothing: the fetcher would
+                # ignore either, so (as KRaft.tla's HandleFetchRequest) no response is sent and
+                # the fetcher's request timeout makes it fetch again.
+                return self._same(s, "HandleFetchRequest")
             if m.current_leader_epoch < s.epoch:
                 err = Errors.FENCED_LEADER_EPOCH
             elif m.current_leader_epoch > s.epoch:
@@ -514,20 +531,26 @@ class KRaftNode:
                           persist=persist)
 
     def _on_fetch_response(self, s: NodeState, src: str, m: FetchResponse) -> Transition:
-        """KIP-595 "FetchResponse Handling" (and KIP-595r step 1a: INVALID_CLUSTER_ID is
-        fatal).  A larger epoch (FENCED_LEADER_EPOCH) -> write quorum-state and follow the
+        """KIP-595 "FetchResponse Handling" (and KIP-595r "Cluster Bootstrapping": an
+        INVALID_CLUSTER_ID from the elected leader is fatal; "we only treat mismatched clusterId
+        errors as fatal when the broker's value conflicts with that of an elected leader", so
+        the same error from a replica that is not the leader is ignored and the fetcher asks
+        again; see docs/spec-kraft.md, Findings).  A larger epoch (FENCED_LEADER_EPOCH) -> write quorum-state and follow the
         leader in the response; the leader of our epoch, unknown so far -> follow it ("Current
         Leader Discovery"); the current leader's answer to our current position -> truncate on
         DivergingEpoch (step 2), else append the records (synced) and take HWM = min(log end,
         leader HWM), never decreasing.  Anything else (stale, duplicate) is ignored."""
-        if m.error is Errors.INVALID_CLUSTER_ID:
+        fatal_cluster_id = m.error is Errors.INVALID_CLUSTER_ID and (
+            m.leader_id == src or self.bug_cluster_id_fatal_from_non_leader)
+        if fatal_cluster_id:
             return Transition(replace(s, role=Role.SHUTDOWN), "HandleFetchResponse",
                               {"node": s.node_id}, halt=True)
         pace = (CancelTimer(REQUEST),)
-        if m.leader_epoch > s.epoch:
+        if m.error is not Errors.INVALID_CLUSTER_ID and m.leader_epoch > s.epoch:
             new = replace(self.step_down(s, m.leader_epoch, m.leader_id), fetch_pending=False)
             return self._stepped(new, "HandleFetchResponse")
-        if (m.leader_epoch == s.epoch and s.leader_id is None
+        if (m.error is not Errors.INVALID_CLUSTER_ID
+                and m.leader_epoch == s.epoch and s.leader_id is None
                 and m.leader_id not in (None, s.node_id)
                 and s.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE)):
             new = replace(self.step_down(s, m.leader_epoch, m.leader_id), fetch_pending=False)

@@ -11,14 +11,14 @@ spec's records (type, src, dest, epoch, ...; KRaft.tla "MESSAGES"), `msgs` is a 
 from message to its number of copies in flight), clusterIds are strings.
 
 The spec's history variables come from the adapter (world.history): restartCount, and the ghost
-variables ghostCommitted (Seq of [entry, epoch]) and ghostVotes (set of [voter, epoch,
-candidate]), maintained by `History.after_step` exactly as the spec's actions update them.
+variables ghostCommitted (Seq of [entry, epoch]) and ghostVotes ([Server -> SUBSET Server]: the
+candidates each replica voted for in its current epoch, surviving restarts), maintained by
+`History.after_step` exactly as the spec's actions update them.
 """
 
 from __future__ import annotations
 
 import json
-from bisect import insort
 
 from kraftcheck.values import Fn, canonical
 from refimpl.kraft.log import Record
@@ -140,6 +140,8 @@ def message_fields(env: Envelope) -> dict:
                  highWatermark=m.high_watermark, records=[_record_plain(r) for r in m.records],
                  divergingEpoch=({"epoch": div[0], "endOffset": div[1]} if div else NO_DIVERGENCE),
                  fetchOffset=m.fetch_offset, lastFetchedEpoch=m.last_fetched_epoch)
+        if m.error.value != "NONE":  # KRaft.tla NoEcho: nothing reads an error's position
+            d.update(fetchOffset=-1, lastFetchedEpoch=-1)
     elif isinstance(m, DescribeQuorumRequest):
         d.update(epoch=-1)
     elif isinstance(m, DescribeQuorumResponse):
@@ -165,7 +167,10 @@ class History:
     def __init__(self, cluster_of: dict[str, str | None]):
         self.restart_count = 0
         self.ghost_committed: list[tuple[Record, int]] = []
-        self.ghost_votes: set[tuple[str, int, str]] = set()
+        self.ghost_votes: set[tuple[str, int, str]] = set()   # every vote ever (monitor)
+        # the spec's ghostVotes: per replica, (its epoch, the candidates it voted for in it)
+        self.current_votes: dict[str, tuple[int, frozenset]] = {
+            n: (0, frozenset()) for n in cluster_of}
         self.cluster_of = dict(cluster_of)
         self.version = 0  # bumped whenever a history variable changes
 
@@ -177,10 +182,18 @@ class History:
         if action == "Restart":
             self.restart_count += 1
             changed = True
-        if s.voted_id is not None and s.role is not Role.SHUTDOWN:
+        epoch, cands = self.current_votes.get(node, (0, frozenset()))
+        if s.epoch > epoch:  # a new epoch clears the vote (StepDown, StartElection, Vote)
+            epoch, cands = s.epoch, frozenset()
+            self.current_votes[node] = (epoch, cands)
+            changed = True
+        if s.voted_id is not None and s.role is not Role.SHUTDOWN and action != "Restart":
             key = (node, s.epoch, s.voted_id)
-            if key not in self.ghost_votes and action != "Restart":
+            if key not in self.ghost_votes:
                 self.ghost_votes.add(key)
+                changed = True
+            if s.voted_id not in cands:
+                self.current_votes[node] = (epoch, cands | {s.voted_id})
                 changed = True
         if s.role is Role.LEADER and s.high_watermark > len(self.ghost_committed):
             n = len(self.ghost_committed)
@@ -194,8 +207,7 @@ class History:
             "restartCount": self.restart_count,
             "ghostCommitted": tuple(Fn({"entry": Fn(_record_plain(r)), "epoch": e})
                                     for r, e in self.ghost_committed),
-            "ghostVotes": frozenset(Fn({"voter": v, "epoch": e, "candidate": c})
-                                    for v, e, c in self.ghost_votes),
+            "ghostVotes": Fn({n: c for n, (_, c) in self.current_votes.items()}),
         }
 
 
@@ -251,8 +263,6 @@ class StateEncoder:
         self._gc: tuple[int, str] = (0, "[]")
         self._sets: dict[frozenset, str] = {}
         self._feo: tuple = (None, "")
-        self._votes: list[str] = []
-        self._votes_seen: set = set()
         self._var_cache: dict[str, tuple[tuple, str]] = {}
 
     def record_json(self, r: Record) -> str:
@@ -347,17 +357,11 @@ class StateEncoder:
                             for r, e in gc[n:]])
             txt = txt[:-1] + ("," if n else "") + add + "]"
             self._gc = (len(gc), txt)
-        votes = self._votes
-        if len(votes) != len(h.ghost_votes):
-            seen = self._votes_seen
-            if len(seen) > len(h.ghost_votes):
-                seen.clear()
-                votes.clear()
-            for v, e, c in h.ghost_votes - seen:
-                insort(votes, '{"candidate":' + q[c] + ',"epoch":' + str(e) + ',"voter":' + q[v] + "}")
-                seen.add((v, e, c))
+        cv = h.current_votes
+        votes = "{" + ",".join([k + self._set(cv[n][1] if n in cv else frozenset())
+                                for k, n in zip(self._keys_list, self.nodes)]) + "}"
         self._hist_parts = {"restartCount": str(h.restart_count), "ghostCommitted": txt,
-                            "ghostVotes": '{"#set":[' + ",".join(votes) + "]}"}
+                            "ghostVotes": votes}
         self._last_hist = h.version
         return self._hist_parts
 
