@@ -2,23 +2,102 @@
 visit, as a share of the full TLC state graph of the matching bounded config; the actions never
 exercised and a sample of the states never visited.
 
-Only steps of the graph's protocol count.  A visited edge is a step (state k-1, action k,
-state k) that is an edge of the graph; trace states outside the graph are counted apart
-(`trace_states_outside`), they cover nothing.
+Only steps of the graph's protocol count, and only of traces made under the graph's bounds.
+Each trace's bounds (the `file` of its header's `bounds`) is compared with the graph's config
+(`graph_bounds`: the manifest config of --graph, or --graph-bounds): `same`, `different`,
+`unstated` (the header has none) or `graph_unknown` (the graph's config is not known).  Traces
+with `different` bounds are left out of the coverage and listed (`coverage_traces`, the summary's
+`traces_other_bounds`, the report); all others count, and the summary says how many of them
+stated no bounds or could not be compared.  Paths are compared after resolving relative ones
+against the repository root (the files need not exist).
+
+A visited edge is a step (state k-1, action k, state k) that is an edge of the graph; trace
+states outside the graph are counted apart (`trace_states_outside`), they cover nothing.
 """
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-__all__ = ["coverage"]
+from kraftcheck.paths import REPO_ROOT
+
+__all__ = ["coverage", "bounds_file", "bounds_key", "bounds_match"]
+
+
+def bounds_file(raw: str | None) -> str | None:
+    """The config file a header's `bounds` names: the field is null, a path, or an object
+    {"file": path, "constants": {...}} (kept by ingest as its JSON text)."""
+    if raw is None or not raw.strip() or raw.strip() == "null":
+        return None
+    text = raw.strip()
+    if text.startswith("{"):
+        try:
+            f = json.loads(text).get("file")
+        except (ValueError, AttributeError):
+            return text
+        return f if isinstance(f, str) and f else None
+    return text
+
+
+def bounds_key(path: str) -> str:
+    """A comparable form of a config path: relative paths are taken from the repository root."""
+    p = Path(path)
+    return os.path.normpath(str(p if p.is_absolute() else REPO_ROOT / p))
+
+
+def bounds_match(trace_bounds: str | None, graph_bounds: str | None) -> str:
+    if graph_bounds is None:
+        return "graph_unknown"
+    if trace_bounds is None:
+        return "unstated"
+    return "same" if bounds_key(trace_bounds) == bounds_key(graph_bounds) else "different"
+
+
+def _trace_bounds(traces: DataFrame, graph_protocol: str | None,
+                  graph_bounds: str | None) -> DataFrame:
+    """trace_id, bounds (the config file its header names), bounds_match, in_coverage."""
+    t = traces
+    if graph_protocol is not None:
+        t = t.filter(F.col("protocol") == graph_protocol)
+    spark = traces.sparkSession
+    raws = [r.bounds for r in t.select("bounds").distinct().collect()]
+    rows = []
+    for raw in raws:
+        f = bounds_file(raw)
+        m = bounds_match(f, graph_bounds)
+        rows.append((raw, f, m, m != "different"))
+    table = spark.createDataFrame(
+        rows, "raw string, bounds string, bounds_match string, in_coverage boolean")
+    left = t.select("trace_id", F.col("bounds").alias("t_raw"))
+    return (left.join(F.broadcast(table), left.t_raw.eqNullSafe(table.raw), "left")
+            .select("trace_id", "bounds", "bounds_match", "in_coverage"))
 
 
 def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: str,
-             graph_protocol: str | None, sample: int = 20) -> dict[str, DataFrame]:
+             graph_protocol: str | None, sample: int = 20, traces: DataFrame | None = None,
+             graph_bounds: str | None = None) -> dict[str, DataFrame]:
+    """coverage_summary, coverage_actions, unvisited_states and (with `traces`)
+    coverage_traces: every trace of the graph's protocol, its bounds and whether it counts."""
     if graph_protocol is not None:
         steps = steps.filter(F.col("protocol") == graph_protocol)
+    per_trace = None
+    n_traces = n_in = n_other = n_unstated = n_unknown = None
+    if traces is not None:
+        per_trace = _trace_bounds(traces, graph_protocol, graph_bounds).cache()
+        counts = {r.bounds_match: r["count"]
+                  for r in per_trace.groupBy("bounds_match").count().collect()}
+        n_traces = sum(counts.values())
+        n_other = counts.get("different", 0)
+        n_in = n_traces - n_other
+        n_unstated = counts.get("unstated", 0)
+        n_unknown = counts.get("graph_unknown", 0)
+        steps = steps.join(per_trace.filter(F.col("in_coverage")).select("trace_id"),
+                           "trace_id", "left_semi")
     w = Window.partitionBy("trace_id").orderBy("step")
     s = steps.select("action", "fp", F.lag("fp").over(w).alias("prev_fp"))
     trace_states = s.select("fp").distinct()
@@ -55,11 +134,17 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
     summary = spark.createDataFrame([(
         graph_name, graph_protocol, n_states, n_vs, n_vs / n_states if n_states else None,
         n_edges, n_ve, n_ve / n_edges if n_edges else None, n_actions, n_actions_visited,
-        n_actions_visited / n_actions if n_actions else None, n_ts - n_vs)],
+        n_actions_visited / n_actions if n_actions else None, n_ts - n_vs, graph_bounds,
+        n_traces, n_in, n_other, n_unstated, n_unknown)],
         "graph string, protocol string, states long, states_visited long, state_share double, "
         "edges long, edges_visited long, edge_share double, actions long, "
-        "actions_visited long, action_share double, trace_states_outside long")
+        "actions_visited long, action_share double, trace_states_outside long, "
+        "graph_bounds string, traces long, traces_in_coverage long, traces_other_bounds long, "
+        "traces_bounds_unstated long, traces_bounds_unchecked long")
     unvisited = (g_states.join(trace_states, "fp", "left_anti")
                  .orderBy(F.desc("initial"), "fp").limit(sample))
-    return {"coverage_summary": summary, "coverage_actions": per_action,
-            "unvisited_states": unvisited}
+    out = {"coverage_summary": summary, "coverage_actions": per_action,
+           "unvisited_states": unvisited}
+    if per_trace is not None:
+        out["coverage_traces"] = per_trace.orderBy("trace_id")
+    return out

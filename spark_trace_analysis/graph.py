@@ -10,10 +10,16 @@ Sources (`--graph`):
   * a manifest config name (e.g. `kraft-graph-small`): the trace checker's cached graph index
     (trace_checker.fullgraph.load_graph, which runs TLC once and caches the parse);
   * a folder holding `graph_states/` and `graph_edges/` from an earlier run (reused as is).
+
+The graph's bounds (the config it was explored under, used by coverage to leave out traces of
+other bounds) are the manifest entry's .cfg for a config name; for a dot dump they are not
+recorded in the file, so `--graph-bounds CFG` states them; an earlier run's folder keeps them in
+graph_meta.json.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +49,7 @@ class GraphTables:
     states: DataFrame      # fp, initial, label
     edges: DataFrame       # src_fp, action, dst_fp
     protocol: str | None
+    bounds: str | None = None   # the config file the graph was explored under, when known
 
 
 def parse_label(label: str) -> tuple[str, str]:
@@ -111,12 +118,13 @@ def _from_dot(spark: SparkSession, path: Path) -> GraphTables:
 
 def _from_checker(spark: SparkSession, name: str) -> GraphTables:
     try:
-        from trace_checker.fullgraph import load_graph
+        from trace_checker.fullgraph import load_graph, resolve_entry
     except ImportError as e:
         raise GraphError(f"{name}: not a .dot file, and the trace checker's graph index is not "
                          f"available ({e})") from None
     try:
-        g = load_graph(name).graph
+        entry = resolve_entry(name)
+        g = load_graph(entry).graph
     except Exception as e:  # unknown config, symmetry, TLC failure: the checker says which
         raise GraphError(f"{name}: {e}") from None
     from kraftcheck.values import to_tla
@@ -131,17 +139,38 @@ def _from_checker(spark: SparkSession, name: str) -> GraphTables:
                     for a, d in lst})
     sdf = spark.createDataFrame(states, "fp string, initial boolean, label string")
     edf = spark.createDataFrame(edges, "src_fp string, action string, dst_fp string")
-    return GraphTables(name, sdf, edf, _protocol_of(states[0][2] if states else None))
+    return GraphTables(name, sdf, edf, _protocol_of(states[0][2] if states else None),
+                       _display(str(entry.cfg_path)))
 
 
-def load_graph_tables(spark: SparkSession, source: str, out: Path) -> GraphTables:
-    """Load the graph from `source` and write out/graph_states and out/graph_edges."""
+def _display(path: str) -> str:
+    """A config path relative to the repository when it lies inside it."""
+    from kraftcheck.paths import REPO_ROOT
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(REPO_ROOT.resolve())) if p.is_absolute() else path
+    except ValueError:
+        return path
+
+
+def load_graph_tables(spark: SparkSession, source: str, out: Path,
+                      bounds: str | None = None) -> GraphTables:
+    """Load the graph from `source` and write out/graph_states, out/graph_edges and
+    out/graph_meta.json.  `bounds`: the config the graph was explored under (--graph-bounds);
+    an error when the source records another one."""
+    from spark_trace_analysis.coverage import bounds_key
     p = Path(source)
     if p.is_dir() and (p / "graph_states").is_dir() and (p / "graph_edges").is_dir():
         s = spark.read.parquet(str(p / "graph_states"))
         first = s.select("label").first()
+        meta = {}
+        if (p / "graph_meta.json").is_file():
+            try:
+                meta = json.loads((p / "graph_meta.json").read_text(encoding="utf-8"))
+            except ValueError as e:
+                raise GraphError(f"{p / 'graph_meta.json'}: not JSON ({e})") from None
         g = GraphTables(p.name, s, spark.read.parquet(str(p / "graph_edges")),
-                        _protocol_of(first.label if first else None))
+                        _protocol_of(first.label if first else None), meta.get("bounds"))
         g_name = g.name
     elif p.is_file():
         g = _from_dot(spark, p)
@@ -151,7 +180,15 @@ def load_graph_tables(spark: SparkSession, source: str, out: Path) -> GraphTable
     else:
         g = _from_checker(spark, source)
         g_name = source
+    if bounds is not None:
+        if g.bounds is not None and bounds_key(g.bounds) != bounds_key(bounds):
+            raise GraphError(f"--graph-bounds {bounds}: the graph {source} was explored under "
+                             f"{g.bounds}")
+        g.bounds = bounds
     g.states.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_states"))
     g.edges.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_edges"))
+    from kraftcheck.output import write_atomic
+    write_atomic(out / "graph_meta.json", json.dumps(
+        {"name": g_name, "protocol": g.protocol, "bounds": g.bounds}, indent=2) + "\n")
     return GraphTables(g_name, spark.read.parquet(str(out / "graph_states")),
-                       spark.read.parquet(str(out / "graph_edges")), g.protocol)
+                       spark.read.parquet(str(out / "graph_edges")), g.protocol, g.bounds)

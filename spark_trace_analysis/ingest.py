@@ -2,9 +2,12 @@
 
 Nothing is inferred and nothing is dropped silently.  Every input line is parsed with the
 explicit schema `schema.LINE`; a line that is not JSON, has a field of the wrong type, lacks a
-required field, names an unknown kind or schema, holds an undecodable state or an action outside
-the protocol's vocabulary becomes a row of `bad_rows` (file, line, reason, text), and its trace
-is marked incomplete in `traces`.
+required field, names an unknown kind or schema, or holds an undecodable state becomes a row of
+`bad_rows` (file, line, reason, text, in_steps false), and its trace is marked incomplete in
+`traces`.  A step whose action is outside the protocol's vocabulary is a bad row too (in_steps
+true) but stays in `steps`, flagged `unknown_action`, and does not by itself make its trace
+incomplete: the single-process checker reads such a trace and finds it invalid at that step
+(no edge of the graph carries the action), and so does the distributed validation.
 
 Line numbers come from the scan itself: a line's position is its file block's first line plus
 its ordinal inside the block (`monotonically_increasing_id` numbers the rows of a partition in
@@ -127,6 +130,9 @@ def parse_lines(lines: DataFrame) -> DataFrame:
 
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
+    """(protocol, action) of every known action, or None when no protocol has a vocabulary.
+    A protocol without one (not kraft or elr, and no graph of it) is not judged: its actions
+    are all accepted."""
     rows = [(p, a) for p in protocols for a in sorted(known_actions(p) | extra.get(p, set()))]
     if not rows:
         return None
@@ -159,34 +165,39 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
              .join(F.broadcast(headers.select("trace_id", "protocol", "fault_profile", "bug",
                                               "bounds")), "trace_id", "left"))
     if vocab is not None:
+        judged = sorted({r.protocol for r in vocab.select("protocol").distinct().collect()})
         steps = (steps.join(F.broadcast(vocab.withColumn("known", F.lit(True))),
                             ["protocol", "action"], "left")
-                 .withColumn("reason", F.when(F.col("protocol").isNotNull()
-                                              & F.col("known").isNull(),
-                                              F.concat(F.lit("unknown action "), F.col("action"))))
+                 .withColumn("unknown_action", F.col("protocol").isin(*judged)
+                             & F.col("known").isNull())
                  .drop("known"))
     else:
-        steps = steps.withColumn("reason", F.lit(None).cast("string"))
+        steps = steps.withColumn("unknown_action", F.lit(False))
 
-    # a step line is bad either at parse time (in `lines`) or for its action (in `steps`)
+    # A step line is bad either at parse time (in `lines`; the line is dropped) or for its
+    # action (a bad row that stays in `steps`, flagged `unknown_action`: the trace is read as
+    # the checker reads it, and validation fails at that step unless the state is unchanged).
     bad = (lines.filter(F.col("reason").isNotNull())
-           .select("file", "block", "row", "trace_id", "reason", "value")
-           .unionByName(steps.filter(F.col("reason").isNotNull())
-                        .select("file", "block", "row", "trace_id", "reason", "value")))
+           .select("file", "block", "row", "trace_id", "reason", "value",
+                   F.lit(False).alias("in_steps"))
+           .unionByName(steps.filter(F.col("unknown_action"))
+                        .select("file", "block", "row", "trace_id",
+                                F.concat(F.lit("unknown action "), F.col("action")).alias("reason"),
+                                "value", F.lit(True).alias("in_steps"))))
     say("bad rows")
     bad = with_line_numbers(bad, lines.select("file", "block", "row"))
-    (bad.select("file", "line", "trace_id", "reason", F.substring("value", 1, 300).alias("text"))
+    (bad.select("file", "line", "trace_id", "reason", F.substring("value", 1, 300).alias("text"),
+                "in_steps")
      .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows")))
     bad_rows = spark.read.parquet(str(out / "bad_rows"))
 
-    ok_steps = (steps.filter(F.col("reason").isNull())
-                .select("trace_id", "step", "time_ms", "action",
-                        F.coalesce(F.get_json_object("params", "$.node"),
-                                   F.get_json_object("params", "$.broker")).alias("node"),
-                        "params", "state", F.col("info.fp").alias("fp"),
-                        F.col("info.obs").alias("obs"), "bug", "bounds", "file",
-                        F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
-                        F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile")))
+    ok_steps = steps.select("trace_id", "step", "time_ms", "action",
+                            F.coalesce(F.get_json_object("params", "$.node"),
+                                       F.get_json_object("params", "$.broker")).alias("node"),
+                            "params", "state", F.col("info.fp").alias("fp"),
+                            F.col("info.obs").alias("obs"), "unknown_action", "bug", "bounds",
+                            "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
+                            F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"))
     say("steps table")
     (ok_steps.write.mode("overwrite").partitionBy("protocol", "fault_profile")
      .parquet(str(out / "steps")))
@@ -216,10 +227,12 @@ def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_ro
                 F.max("step").alias("last_step"), F.countDistinct("step").alias("distinct_steps"),
                 (F.max("time_ms") - F.min("time_ms")).alias("duration_ms")))
     nbad = (bad_rows.filter(F.col("trace_id").isNotNull())
-            .groupBy("trace_id").agg(F.count(F.lit(1)).alias("bad_rows")))
+            .groupBy("trace_id").agg(F.count(F.lit(1)).alias("bad_rows"),
+                                     F.sum(F.col("in_steps").cast("long")).alias("unknown_actions")))
     t = (headers.join(footers, "trace_id", "full").join(agg, "trace_id", "full")
          .join(nbad, "trace_id", "full")
          .withColumn("bad_rows", F.coalesce("bad_rows", F.lit(0)))
+         .withColumn("unknown_actions", F.coalesce("unknown_actions", F.lit(0)))
          .withColumn("n_steps", F.coalesce("n_steps", F.lit(0))))
     problems = F.array_compact(F.array(
         F.when(F.col("n_headers").isNull(), F.lit("no header")),
@@ -234,13 +247,14 @@ def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_ro
         F.when(F.col("footer_steps").isNotNull() & (F.col("n_steps") > 0)
                & (F.col("footer_steps") != F.col("n_steps") - 1),
                F.lit("footer step count differs")),
-        F.when(F.col("bad_rows") > 0, F.lit("has bad rows")),
+        # unknown actions alone do not make a trace incomplete (they stay in `steps`)
+        F.when(F.col("bad_rows") > F.col("unknown_actions"), F.lit("has bad rows")),
     ))
     (t.select("trace_id", "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
               "seed", F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
               "bug", "bounds", "spec_module", "n_steps", "duration_ms", "footer_steps",
               "end_reason", F.coalesce("violated", F.array().cast("array<string>")).alias("violated"),
-              "bad_rows", problems.alias("problems"))
+              "bad_rows", "unknown_actions", problems.alias("problems"))
      .withColumn("complete", F.size("problems") == 0)
      .coalesce(2).write.mode("overwrite").parquet(str(out / "traces")))
 

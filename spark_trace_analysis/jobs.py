@@ -54,9 +54,11 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
               graph: str | None = None, verdicts: str | os.PathLike | None = None,
               master: str | None = None, progress: Progress | None = None,
-              sample_unvisited: int = 20) -> dict:
+              sample_unvisited: int = 20, graph_bounds: str | None = None) -> dict:
     """Run every stage; returns the summary (also written to out/summary.json) with
-    `report` = the path of out/report.html.  Raises InputError / GraphError on bad input."""
+    `report` = the path of out/report.html.  Raises InputError / GraphError on bad input.
+    graph_bounds: the config a dot-dump graph was explored under (coverage leaves out traces
+    whose header names other bounds)."""
     say = progress or (lambda _m: None)
     t0 = time.monotonic()
     out = Path(out).resolve()
@@ -65,7 +67,7 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        summary = _run(files, vfiles, tmp, graph, master, say, sample_unvisited)
+        summary = _run(files, vfiles, tmp, graph, master, say, sample_unvisited, graph_bounds)
         summary["seconds"] = round(time.monotonic() - t0, 1)
         summary["out"] = str(out)
         summary["report"] = str(out / "report.html")
@@ -79,13 +81,16 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int) -> dict:
+def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int,
+         graph_bounds: str | None) -> dict:
+    if graph_bounds and not graph_src:
+        raise InputError("--graph-bounds needs --graph")
     say("starting Spark")
     spark = get_session(master)
     g = None
     if graph_src:
         say(f"loading the state graph {graph_src}")
-        g = load_graph_tables(spark, graph_src, tmp)
+        g = load_graph_tables(spark, graph_src, tmp, graph_bounds)
     extra = {}
     if g is not None and g.protocol:
         extra[g.protocol] = {r.action for r in g.edges.select("action").distinct().collect()}
@@ -110,20 +115,30 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         say("reading the checker's verdicts")
         vc = ingest.ingest_verdicts(spark, vfiles, tmp)
         summary["verdict_bad_rows"] = vc["bad_rows"]
-        checker = spark.read.parquet(str(tmp / "verdicts"))
-        # verdicts of malformed files carry no trace_id: match them by file
+        raw = spark.read.parquet(str(tmp / "verdicts"))
+        cols = ("trace_id", "file", "verdict", "failing_step", "claimed_action", "detail")
+        # verdicts of malformed files carry no trace_id: match them to the traces of their file
         by_file = traces.select(F.col("trace_id").alias("tid"), F.col("file").alias("tfile"))
-        checker = (checker.join(by_file, checker.file == by_file.tfile, "left")
-                   .withColumn("trace_id", F.coalesce("trace_id", "tid"))
-                   .filter(F.col("trace_id").isNotNull())
-                   .select("trace_id", "verdict", "failing_step", "claimed_action", "detail")
-                   .dropDuplicates(["trace_id"]))
+        no_id = (raw.filter(F.col("trace_id").isNull())
+                 .join(by_file, F.col("file") == F.col("tfile"), "left")
+                 .withColumn("trace_id", F.col("tid")).select(*cols))
+        matched = raw.filter(F.col("trace_id").isNotNull()).select(*cols).unionByName(no_id)
+        checker = matched.filter(F.col("trace_id").isNotNull()).dropDuplicates(["trace_id"])
+        # verdicts naming no trace of the corpus stay in the comparison, one-sided
+        checker_all = checker.unionByName(matched.filter(F.col("trace_id").isNull()))
+        checker = checker.drop("file")
+        summary["verdicts_unmatched"] = matched.filter(F.col("trace_id").isNull()).count()
     if checker is not None and dist is not None:
-        a = checker.alias("c").join(dist.alias("d"), "trace_id")
-        same = ((F.col("c.verdict") == F.col("d.verdict"))
-                & F.col("c.failing_step").eqNullSafe(F.col("d.failing_step")))
-        row = a.agg(F.count(F.lit(1)).alias("n"), F.sum(same.cast("int")).alias("k")).first()
-        summary["agreement"] = {"compared": row.n, "agree": int(row.k or 0)}
+        say("comparing the checker's verdicts with the distributed validation")
+        a = validate.agreement(checker_all, dist).cache()
+        row = a.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("agree").cast("int")).alias("k"),
+                    F.sum((F.col("side") == "checker_only").cast("int")).alias("c"),
+                    F.sum((F.col("side") == "spark_only").cast("int")).alias("d")).first()
+        diffs = _write(a.filter(~F.col("agree")), tmp / "disagreements")
+        a.unpersist()
+        summary["agreement"] = {"compared": row.n, "agree": int(row.k or 0),
+                                "disagree": row.n - int(row.k or 0),
+                                "checker_only": int(row.c or 0), "spark_only": int(row.d or 0)}
     if checker is not None:
         verdicts, source = checker, "the trace checker (--verdicts)"
     elif dist is not None:
@@ -146,18 +161,31 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     summary["verdicts"] = {r.verdict: r["count"] for r in vrows}
 
     tables: dict[str, list[dict]] = {}
+    if summary["agreement"] is not None:
+        tables["disagreements"] = _rows(diffs.orderBy("side", "trace_id", "file"), 50)
     if g is not None:
         say("coverage of the state graph")
-        cov = coverage.coverage(steps, g.states, g.edges, g.name, g.protocol, sample)
+        cov = coverage.coverage(steps, g.states, g.edges, g.name, g.protocol, sample,
+                                traces=traces, graph_bounds=g.bounds)
         for name, df in cov.items():
             cov[name] = _write(df, tmp / name)
         tables["coverage_summary"] = _rows(cov["coverage_summary"])
         tables["coverage_actions"] = _rows(cov["coverage_actions"])
         tables["unvisited_states"] = _rows(cov["unvisited_states"])
+        ct = cov["coverage_traces"]
+        tables["coverage_excluded"] = _rows(ct.filter(~F.col("in_coverage")).orderBy("trace_id"),
+                                            50)
         c = tables["coverage_summary"][0]
-        summary["coverage"] = {k: c[k] for k in ("states", "states_visited", "state_share",
-                                                 "edges", "edges_visited", "edge_share",
-                                                 "actions", "actions_visited")}
+        summary["coverage"] = {k: c[k] for k in (
+            "states", "states_visited", "state_share", "edges", "edges_visited", "edge_share",
+            "actions", "actions_visited", "graph_bounds", "traces", "traces_in_coverage",
+            "traces_other_bounds", "traces_bounds_unstated", "traces_bounds_unchecked")}
+        summary["coverage_bounds"] = [
+            {"bounds": r.bounds, "bounds_match": r.bounds_match, "traces": r["count"]}
+            for r in ct.groupBy("bounds", "bounds_match").count()
+            .orderBy("bounds_match", "bounds").collect()]
+        summary["coverage_excluded_traces"] = [r["trace_id"]
+                                               for r in tables["coverage_excluded"]]
         summary["actions_never_exercised"] = sorted(
             a["action"] for a in tables["coverage_actions"]
             if a["in_graph"] and a["edges_visited"] == 0)
@@ -179,6 +207,9 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
                                      200_000)
     tables["bad_rows"] = _rows(spark.read.parquet(str(tmp / "bad_rows")).orderBy("file", "line"),
                                50)
+    if vfiles:
+        tables["bad_rows_verdicts"] = _rows(
+            spark.read.parquet(str(tmp / "bad_rows_verdicts")).orderBy("file", "line"), 50)
     summary["conformance"] = tables["conformance"]
     summary["metrics_by_profile"] = tables["metrics_by_profile"]
     summary["_tables"] = tables

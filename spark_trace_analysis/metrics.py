@@ -82,8 +82,10 @@ def trace_metrics(ps: DataFrame) -> DataFrame:
         F.max("max_truncation").alias("max_truncation_depth"),
         i("data_loss").alias("data_loss_events"),
         i("unclean").alias("unclean_recoveries"),
-        (F.sum(F.when(F.col("hwm_lag").isNotNull(), F.col("hwm_lag") * F.col("dt")))
-         / F.sum(F.when(F.col("hwm_lag").isNotNull(), F.col("dt")))).alias("hwm_lag_avg"),
+        # null when no step with a leader lasted (ANSI SQL would fail on 0 / 0)
+        F.try_divide(F.sum(F.when(F.col("hwm_lag").isNotNull(), F.col("hwm_lag") * F.col("dt"))),
+                     F.sum(F.when(F.col("hwm_lag").isNotNull(), F.col("dt")))
+                     .cast("double")).alias("hwm_lag_avg"),
         F.max("hwm_lag").alias("hwm_lag_max"))
         .withColumn("leaderless_share", F.when(F.col("duration_ms") > 0,
                                                F.col("leaderless_ms") / F.col("duration_ms"))))

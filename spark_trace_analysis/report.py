@@ -134,9 +134,20 @@ pre{background:#f8f8f8;padding:.5em;font-size:.8em;overflow-x:auto}
 <span class="kpi"><b>{{ s.verdicts.malformed or 0 }}</b>malformed</span>
 <span class="kpi"><b>{{ s.bad_rows }}</b>bad rows</span>
 {% if cov %}<span class="kpi"><b>{{ "%.1f"|format(100*(cov.state_share or 0)) }}%</b>spec states visited</span>{% endif %}
+{% if s.verdict_bad_rows is defined %}<span class="kpi"><b>{{ s.verdict_bad_rows }}</b>bad verdict rows</span>{% endif %}
 </div>
 <p>Verdicts from: {{ s.verdict_source }}.{% if s.agreement %} Distributed validation and the
-checker's verdicts agree on {{ s.agreement.agree }} of {{ s.agreement.compared }} traces.{% endif %}</p>
+checker's verdicts agree on {{ s.agreement.agree }} of {{ s.agreement.compared }} traces
+({{ s.agreement.checker_only }} with a checker verdict only, {{ s.agreement.spark_only }} with a
+distributed verdict only).{% endif %}{% if s.verdicts_unmatched %} {{ s.verdicts_unmatched }}
+checker verdicts name no trace of the corpus.{% endif %}</p>
+{% if disagreements %}<details open><summary>Traces on which they disagree
+({{ s.agreement.disagree }}{% if s.agreement.disagree > disagreements|length %}, first {{ disagreements|length }} shown; all are in disagreements/{% endif %})</summary>
+<table><tr><th class="l">trace</th><th class="l">side</th><th class="l">checker</th><th class="l">distributed</th></tr>
+{% for d in disagreements %}<tr><td class="l">{{ d.trace_id or d.file }}</td><td class="l">{{ d.side }}</td>
+<td class="l">{{ d.checker_verdict or "" }}{% if d.checker_step is not none %} at {{ d.checker_step }} ({{ d.checker_action }}){% endif %}</td>
+<td class="l">{{ d.spark_verdict or "" }}{% if d.spark_step is not none %} at {{ d.spark_step }} ({{ d.spark_action }}){% endif %}</td></tr>{% endfor %}
+</table></details>{% endif %}
 
 <h2>Failures by fault profile and planted bug</h2>
 {% for img in [plots.by_profile, plots.by_bug, plots.failing] if img %}<img src="data:image/png;base64,{{ img }}">{% endfor %}
@@ -156,6 +167,16 @@ checker's verdicts agree on {{ s.agreement.agree }} of {{ s.agreement.compared }
 {{ cov.edges_visited }} of {{ cov.edges }} edges ({{ "%.1f"|format(100*(cov.edge_share or 0)) }}%),
 {{ cov.actions_visited }} of {{ cov.actions }} actions.
 {{ cov.trace_states_outside }} distinct trace states are outside the graph.</p>
+<p>Bounds: {% if cov.graph_bounds %}the graph was explored under <b>{{ cov.graph_bounds }}</b>;
+{{ cov.traces_in_coverage }} of {{ cov.traces }} {{ cov.protocol }} traces count
+({{ cov.traces_bounds_unstated }} of them state no bounds){% else %}the graph's config is not
+known (give --graph-bounds CFG for a dot dump): all {{ cov.traces_in_coverage }} {{ cov.protocol }}
+traces count, their bounds unchecked{% endif %}.</p>
+{% if s.coverage_bounds %}<table><tr><th class="l">trace bounds</th><th class="l">compared with the graph's</th><th>traces</th></tr>
+{% for b in s.coverage_bounds %}<tr><td class="l">{{ b.bounds or "(none stated)" }}</td><td class="l">{{ b.bounds_match }}</td><td>{{ b.traces }}</td></tr>{% endfor %}
+</table>{% endif %}
+{% if excluded %}<p><b>Left out of the coverage ({{ cov.traces_other_bounds }} traces made under other bounds):</b>
+{% for e in excluded %}{{ e.trace_id }} ({{ e.bounds }}){{ ", " if not loop.last }}{% endfor %}{% if cov.traces_other_bounds > excluded|length %}, ... (all in coverage_traces/){% endif %}</p>{% endif %}
 {% if plots.coverage %}<img src="data:image/png;base64,{{ plots.coverage }}">{% endif %}
 <p><b>Actions never exercised:</b> {{ never|join(", ") if never else "none" }}</p>
 <details><summary>A sample of {{ unvisited|length }} states never visited</summary>
@@ -186,10 +207,15 @@ checker's verdicts agree on {{ s.agreement.agree }} of {{ s.agreement.compared }
 </table>
 
 <h2>Bad rows ({{ s.bad_rows }})</h2>
-{% if bad %}<table><tr><th class="l">file</th><th>line</th><th class="l">reason</th></tr>
-{% for b in bad %}<tr><td class="l">{{ b.file }}</td><td>{{ b.line }}</td><td class="l">{{ b.reason }}</td></tr>{% endfor %}
+{% if bad %}<table><tr><th class="l">file</th><th>line</th><th class="l">reason</th><th class="l">kept as a step</th></tr>
+{% for b in bad %}<tr><td class="l">{{ b.file }}</td><td>{{ b.line }}</td><td class="l">{{ b.reason }}</td><td class="l">{{ "yes" if b.in_steps else "no" }}</td></tr>{% endfor %}
 </table>{% if s.bad_rows > bad|length %}<p class="muted">first {{ bad|length }} shown; all are in bad_rows/.</p>{% endif %}
 {% else %}<p>None.</p>{% endif %}
+{% if s.verdict_bad_rows is defined %}<h2>Bad verdict rows ({{ s.verdict_bad_rows }})</h2>
+{% if bad_verdicts %}<table><tr><th class="l">file</th><th>line</th><th class="l">reason</th><th class="l">text</th></tr>
+{% for b in bad_verdicts %}<tr><td class="l">{{ b.file }}</td><td>{{ b.line }}</td><td class="l">{{ b.reason }}</td><td class="l">{{ b.text }}</td></tr>{% endfor %}
+</table>{% if s.verdict_bad_rows > bad_verdicts|length %}<p class="muted">first {{ bad_verdicts|length }} shown; all are in bad_rows_verdicts/.</p>{% endif %}
+{% else %}<p>None.</p>{% endif %}{% endif %}
 </body></html>
 """
 
@@ -214,7 +240,10 @@ def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
     return env.from_string(_TEMPLATE).render(
         s=summary, plots=plots, cov=cov, never=never, unvisited=tables.get("unvisited_states") or [],
         conformance=tables["conformance"], metrics=tables.get("metrics_by_profile") or [],
-        actions=tables.get("actions") or [], bad=(tables.get("bad_rows") or [])[:50])
+        actions=tables.get("actions") or [], bad=(tables.get("bad_rows") or [])[:50],
+        bad_verdicts=(tables.get("bad_rows_verdicts") or [])[:50],
+        disagreements=(tables.get("disagreements") or [])[:50],
+        excluded=(tables.get("coverage_excluded") or [])[:50])
 
 
 def _sum_by(rows: list[dict], key: str) -> list[dict]:

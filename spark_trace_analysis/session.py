@@ -1,25 +1,71 @@
 """The Spark session every job runs in: embedded local[*] by default, or an existing cluster.
 
-Settings this machine needs are set here, not by the user: Spark binds to loopback
-(SPARK_LOCAL_IP, driver host and bind address 127.0.0.1), the web UI is off, memory is small,
+Settings this machine needs are set here, not by the user: the web UI is off, memory is small,
 shuffles use few partitions, and the Python workers run the interpreter of the driver (so they
 see pyarrow and this project).  `--master spark://HOST:PORT` runs the same job on a cluster.
+
+Where the driver listens depends on the master (`driver_network`):
+  * local[...] or a spark:// master on loopback (127.x, localhost, ::1): everything binds to
+    127.0.0.1 (SPARK_LOCAL_IP unless the user set it, spark.driver.host and bindAddress, and
+    the executors' SPARK_LOCAL_IP), so nothing listens on other interfaces;
+  * any other master: the executors must reach the driver from other hosts, so nothing is
+    pinned; KRAFTCHECK_SPARK_DRIVER_HOST, when set, is the address the driver advertises
+    (spark.driver.host), otherwise Spark's default (this host's name / SPARK_LOCAL_IP).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
+from collections.abc import Mapping
 
 from kraftcheck.paths import REPO_ROOT, work_dir
 
-__all__ = ["DEFAULT_MASTER", "get_session", "stop_session"]
+__all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
+           "driver_network"]
 
 DEFAULT_MASTER = "local[*]"
+LOOPBACK = "127.0.0.1"
 
 
-def _prepare_env() -> None:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+def _loopback_host(host: str) -> bool:
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def is_loopback_master(master: str) -> bool:
+    """local, local[N], local[N,F], local-cluster[...] or spark://H:P[,H2:P2] with every host
+    on loopback."""
+    if master == "local" or master.startswith(("local[", "local-cluster[")):
+        return True
+    if not master.startswith("spark://"):
+        return False
+    hosts = []
+    for hp in master[len("spark://"):].split(","):
+        hp = hp.split("/", 1)[0]
+        host = hp.rsplit(":", 1)[0] if hp.count(":") == 1 or hp.startswith("[") else hp
+        hosts.append(host)
+    return bool(hosts) and all(_loopback_host(h) for h in hosts)
+
+
+def driver_network(master: str, env: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(Spark settings, environment defaults) for where the driver listens (module doc)."""
+    if is_loopback_master(master):
+        return ({"spark.driver.host": LOOPBACK, "spark.driver.bindAddress": LOOPBACK,
+                 "spark.executorEnv.SPARK_LOCAL_IP": LOOPBACK}, {"SPARK_LOCAL_IP": LOOPBACK})
+    host = env.get("KRAFTCHECK_SPARK_DRIVER_HOST")
+    return ({"spark.driver.host": host} if host else {}), {}
+
+
+def _prepare_env(env_defaults: Mapping[str, str]) -> None:
+    for k, v in env_defaults.items():
+        os.environ.setdefault(k, v)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # Executors of a standalone cluster import this project's modules by path.
@@ -32,10 +78,11 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
                 shuffle_partitions: int = 8, driver_memory: str = "1g",
                 executor_memory: str = "1g", extra: dict[str, str] | None = None):
     """A SparkSession on `master` (default local[*]); reuses the active one if it matches."""
-    _prepare_env()
+    master = master or os.environ.get("KRAFTCHECK_SPARK_MASTER") or DEFAULT_MASTER
+    net_conf, env_defaults = driver_network(master, os.environ)
+    _prepare_env(env_defaults)
     from pyspark.sql import SparkSession
 
-    master = master or os.environ.get("KRAFTCHECK_SPARK_MASTER") or DEFAULT_MASTER
     active = SparkSession.getActiveSession()
     if active is not None:
         if active.sparkContext.master == master:
@@ -46,8 +93,6 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.memory": driver_memory,
         "spark.executor.memory": executor_memory,
         "spark.sql.shuffle.partitions": os.environ.get("KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS",
@@ -58,11 +103,11 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.local.dir": str(local_dir),
         "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"],
-        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
         "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
         "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}",
     }
+    conf.update(net_conf)
     if master.startswith("spark://"):
         conf["spark.cores.max"] = os.environ.get("KRAFTCHECK_SPARK_CORES", "2")
     conf.update(extra or {})

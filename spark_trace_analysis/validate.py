@@ -12,7 +12,12 @@ The lookup rule (the same as the single-process checker's full-graph mode):
     is not the graph's; `malformed` when ingest found it incomplete (no header or footer, steps
     not 0..n, bad rows).
 
-`lookup_verdict` is the same rule over plain Python values, used as the reference in tests.
+A step claiming an action outside the vocabulary (ingest keeps it, flagged `unknown_action`)
+is checked like any other: no edge carries that label, so it fails unless the state is
+unchanged, as in the checker.
+
+`agreement` compares these verdicts with the checker's.  `lookup_verdict` is the same rule over
+plain Python values, used as the reference in tests.
 """
 
 from __future__ import annotations
@@ -22,14 +27,16 @@ from collections.abc import Iterable
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-__all__ = ["step_checks", "validate", "lookup_verdict"]
+__all__ = ["step_checks", "validate", "agreement", "lookup_verdict"]
 
 
 def step_checks(steps: DataFrame, states: DataFrame, edges: DataFrame) -> DataFrame:
     """steps + prev_fp, ok (bool) and why (null when ok) for every step."""
     w = Window.partitionBy("trace_id").orderBy("step")
+    unknown = (F.col("unknown_action") if "unknown_action" in steps.columns
+               else F.lit(False)).alias("unknown_action")
     s = steps.select("trace_id", "step", "action", "fp", "protocol", "fault_profile", "bug",
-                     F.lag("fp").over(w).alias("prev_fp"))
+                     unknown, F.lag("fp").over(w).alias("prev_fp"))
     init = states.filter(F.col("initial")).select(F.col("fp").alias("i_fp"),
                                                   F.lit(True).alias("is_init")).distinct()
     known = states.select(F.col("fp").alias("k_fp"), F.lit(True).alias("in_graph")).distinct()
@@ -44,6 +51,9 @@ def step_checks(steps: DataFrame, states: DataFrame, edges: DataFrame) -> DataFr
     why = (F.when(ok, F.lit(None))
            .when(first, F.lit("not an initial state"))
            .when(F.col("in_graph").isNull(), F.lit("state not in the graph"))
+           .when(F.col("unknown_action"),
+                 F.concat(F.lit("unknown action "), F.col("action"),
+                          F.lit(": no edge of the graph carries it")))
            .otherwise(F.concat(F.lit("no "), F.col("action"),
                                F.lit(" edge from the previous state"))))
     return s.select("trace_id", "step", "action", "fp", "prev_fp", "protocol", "fault_profile",
@@ -53,7 +63,10 @@ def step_checks(steps: DataFrame, states: DataFrame, edges: DataFrame) -> DataFr
 
 def validate(traces: DataFrame, steps: DataFrame, states: DataFrame, edges: DataFrame,
              graph_protocol: str | None) -> DataFrame:
-    """One verdict per trace: trace_id, verdict, failing_step, claimed_action, detail."""
+    """One verdict per trace: trace_id, verdict, failing_step, claimed_action, detail,
+    left_graph_at_step (the first step that is not a transition of the bounded graph: set for
+    `invalid` traces and for traces out of scope because they left the graph; it is the step
+    at which the single-process checker answers `recheck`)."""
     checks = step_checks(steps, states, edges)
     fail = (checks.filter(~F.col("ok")).groupBy("trace_id")
             .agg(F.min(F.struct("step", "action", "why", "in_graph")).alias("f")))
@@ -75,10 +88,39 @@ def validate(traces: DataFrame, steps: DataFrame, states: DataFrame, edges: Data
               .when(F.col("verdict") == "out_of_scope",
                     F.concat(F.lit("left the bounded graph at step "),
                              F.col("f.step").cast("string"))))
+    left = inv | ((F.col("verdict") == "out_of_scope") & ~out_of_scope & F.col("f").isNotNull())
     return t.select("trace_id", "verdict",
                     F.when(inv, F.col("f.step")).alias("failing_step"),
                     F.when(inv, F.col("f.action")).alias("claimed_action"),
-                    detail.alias("detail"))
+                    detail.alias("detail"),
+                    F.when(left, F.col("f.step")).alias("left_graph_at_step"))
+
+
+def agreement(checker: DataFrame, dist: DataFrame) -> DataFrame:
+    """Every trace on either side, compared: a full outer join of the checker's verdicts
+    (trace_id, file, verdict, failing_step, claimed_action; trace_id may be null for a verdict
+    matched to no trace of the corpus) with the distributed ones on trace_id.
+
+    Columns: trace_id, file, side ("both", "checker_only", "spark_only"), checker_* and spark_*
+    verdict / step / action, and `agree`: on both sides with the same verdict, failing step and
+    claimed action.  A trace present on one side only never agrees."""
+    c = checker.select("trace_id", "file", F.col("verdict").alias("checker_verdict"),
+                       F.col("failing_step").alias("checker_step"),
+                       F.col("claimed_action").alias("checker_action"),
+                       F.lit(True).alias("_c"))
+    d = dist.select("trace_id", F.col("verdict").alias("spark_verdict"),
+                    F.col("failing_step").alias("spark_step"),
+                    F.col("claimed_action").alias("spark_action"), F.lit(True).alias("_d"))
+    j = c.join(d, "trace_id", "full")
+    both = F.col("_c").isNotNull() & F.col("_d").isNotNull()
+    same = (both & (F.col("checker_verdict") == F.col("spark_verdict"))
+            & F.col("checker_step").eqNullSafe(F.col("spark_step"))
+            & F.col("checker_action").eqNullSafe(F.col("spark_action")))
+    side = (F.when(both, "both").when(F.col("_c").isNotNull(), "checker_only")
+            .otherwise("spark_only"))
+    return j.select("trace_id", "file", side.alias("side"), "checker_verdict", "spark_verdict",
+                    "checker_step", "spark_step", "checker_action", "spark_action",
+                    F.coalesce(same, F.lit(False)).alias("agree"))
 
 
 def lookup_verdict(steps: Iterable[tuple[int, str, str]], states: set[str], initial: set[str],

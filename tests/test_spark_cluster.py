@@ -1,6 +1,7 @@
 """The same stats job on a standalone Spark cluster (a master and a worker started here on
 127.0.0.1 with pyspark's bundled spark-class, always stopped) gives the same tables as the
-embedded local session."""
+embedded local session, with the fixture state graph and verdicts: ingest, conformance,
+metrics, distributed validation (whose graph is parsed by executors), agreement and coverage."""
 
 from __future__ import annotations
 
@@ -15,7 +16,11 @@ import pytest
 
 FIX = Path(__file__).parent / "fixtures" / "spark"
 TABLES = ("traces", "conformance", "actions", "metrics", "election_latency", "commit_latency",
-          "bad_rows", "metrics_by_profile")
+          "bad_rows", "metrics_by_profile", "graph_states", "graph_edges", "validation",
+          "disagreements", "first_failure", "coverage_summary", "coverage_actions",
+          "coverage_traces", "unvisited_states", "bad_rows_verdicts")
+RUN = dict(graph=str(FIX / "graph.dot"), graph_bounds="tests/fixtures/spark/graph.cfg",
+           verdicts=str(FIX / "verdicts.jsonl"))
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -90,15 +95,36 @@ def test_standalone_cluster_gives_the_local_result(cluster, tmp_path):
     from spark_trace_analysis.session import get_session, stop_session
 
     get_session("local[2]", shuffle_partitions=2)
-    local = run_stats([str(FIX / "corpus")], tmp_path / "local", master="local[2]")
+    local = run_stats([str(FIX / "corpus")], tmp_path / "local", master="local[2]", **RUN)
     stop_session()
     try:
         get_session(cluster, shuffle_partitions=2, executor_memory="512m")
-        remote = run_stats([str(FIX / "corpus")], tmp_path / "remote", master=cluster)
+        remote = run_stats([str(FIX / "corpus")], tmp_path / "remote", master=cluster, **RUN)
     finally:
         stop_session()
     assert remote["master"] == cluster and local["master"] == "local[2]"
-    for k in ("traces", "steps", "lines", "bad_rows", "verdicts", "conformance"):
+    for k in ("traces", "steps", "lines", "bad_rows", "verdicts", "conformance", "agreement",
+              "coverage", "coverage_bounds", "coverage_excluded_traces", "verdict_bad_rows",
+              "actions_never_exercised"):
         assert remote[k] == local[k], k
-    assert _tables(tmp_path / "remote") == _tables(tmp_path / "local")
-    assert local["traces"] == 6 and local["bad_rows"] == 3
+    remote_t, local_t = _tables(tmp_path / "remote"), _tables(tmp_path / "local")
+    for t in TABLES:
+        assert remote_t[t] == local_t[t], t
+    # the cluster's own answers, not only equal to the local ones (test_spark_stats.py has
+    # the full expected tables)
+    assert (remote["traces"], remote["bad_rows"]) == (8, 4)
+    v = {r["trace_id"]: (r["verdict"], r["failing_step"], r["left_graph_at_step"])
+         for r in remote_t["validation"]}
+    assert v == {"t-valid": ("valid", None, None), "t-trunc": ("valid", None, None),
+                 "t-bug": ("invalid", 6, 6), "t-unknown": ("invalid", 2, 2),
+                 "t-wide": ("out_of_scope", None, 2), "t-elr": ("out_of_scope", None, None),
+                 "t-nofooter": ("malformed", None, None), "t-bad": ("malformed", None, None)}
+    assert remote["agreement"] == {"compared": 8, "agree": 7, "disagree": 1,
+                                   "checker_only": 0, "spark_only": 0}
+    assert [r["trace_id"] for r in remote_t["disagreements"]] == ["t-wide"]
+    c = remote_t["coverage_summary"][0]
+    assert (c["states"], c["states_visited"], c["edges"], c["edges_visited"], c["actions"],
+            c["actions_visited"], c["trace_states_outside"], c["traces_other_bounds"]) == \
+        (22, 19, 22, 18, 9, 8, 1, 1)
+    assert len(remote_t["graph_states"]) == 22 and len(remote_t["graph_edges"]) == 22
+    assert remote["actions_never_exercised"] == ["Resign"]

@@ -1,6 +1,15 @@
 """The Spark stats job on the hand-made fixture corpus (tests/fixtures/spark/, see
 make_fixtures.py for what each trace does): exact statistics, bad rows, coverage, metrics,
-distributed validation against the reference lookup and the checker's verdicts, the report."""
+distributed validation against the reference lookup, against the real single-process checker
+(trace_checker, full-graph mode, run here without TLC) and against `kraftcheck validate`-style
+verdicts, the report.
+
+Convention for comparing with the single-process checker without TLC: in full-graph mode the
+checker answers `recheck` at step k for a trace whose step k is not a transition of the bounded
+graph, and `kraftcheck validate` then re-checks it in TLC with raised bounds.  Spark cannot run
+TLC, so `recheck` at step k is compared with the distributed verdict failing at step k:
+`invalid` at k (claiming step k's action) when the checker finds step k's state in the graph,
+`out_of_scope` (left the graph at k) when it does not; both carry left_graph_at_step = k."""
 
 from __future__ import annotations
 
@@ -18,7 +27,9 @@ from spark_trace_analysis.validate import lookup_verdict
 FIX = Path(__file__).parent / "fixtures" / "spark"
 CORPUS = FIX / "corpus"
 GRAPH = FIX / "graph.dot"
+GRAPH_BOUNDS = "tests/fixtures/spark/graph.cfg"
 VERDICTS = FIX / "verdicts.jsonl"
+TRACE_IDS = {"t-valid", "t-trunc", "t-bug", "t-nofooter", "t-elr", "t-bad", "t-unknown", "t-wide"}
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -30,7 +41,7 @@ def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("stats") / "out"
     spark = get_session("local[2]", shuffle_partitions=2)
     summary = run_stats([str(CORPUS)], out, graph=str(GRAPH), verdicts=str(VERDICTS),
-                        master="local[2]")
+                        master="local[2]", graph_bounds=GRAPH_BOUNDS)
     yield summary, out, spark
     stop_session()
 
@@ -44,36 +55,52 @@ def table(run, name, order=None):
 
 def test_summary_counts(run):
     s, out, _ = run
-    assert (s["traces"], s["steps"], s["bad_rows"], s["lines"]) == (6, 41, 3, 55)
-    assert s["verdicts"] == {"valid": 2, "invalid": 1, "out_of_scope": 1, "malformed": 2}
+    assert (s["traces"], s["steps"], s["bad_rows"], s["lines"]) == (8, 49, 4, 66)
+    assert s["verdicts"] == {"valid": 3, "invalid": 2, "out_of_scope": 1, "malformed": 2}
     assert s["verdict_source"] == "the trace checker (--verdicts)"
-    assert s["verdict_bad_rows"] == 1
-    assert json.loads((out / "summary.json").read_text())["traces"] == 6
+    assert (s["verdict_bad_rows"], s["verdicts_unmatched"]) == (1, 0)
+    assert json.loads((out / "summary.json").read_text())["traces"] == 8
 
 
 def test_bad_rows_are_reported_with_file_line_and_reason(run):
-    rows = table(run, "bad_rows", ["line"])
-    got = [(Path(r["file"]).name, r["line"], r["trace_id"], r["reason"]) for r in rows]
+    rows = table(run, "bad_rows")
+    got = sorted((Path(r["file"]).name, r["line"], r["trace_id"], r["reason"], r["in_steps"])
+                 for r in rows)
     assert got == [
-        ("bad.jsonl", 3, None, "not JSON"),
-        ("bad.jsonl", 4, "t-bad", "unknown action TeleportLeader"),
-        ("bad.jsonl", 5, "t-bad", "step: missing field time_ms"),
+        ("bad.jsonl", 3, None, "not JSON", False),
+        ("bad.jsonl", 4, "t-bad", "unknown action TeleportLeader", True),
+        ("bad.jsonl", 5, "t-bad", "step: missing field time_ms", False),
+        ("t-unknown.jsonl", 4, "t-unknown", "unknown action ForgeVote", True),
     ]
     bad_v = table(run, "bad_rows_verdicts")
-    assert [(r["line"], r["reason"]) for r in bad_v] == [(7, "not JSON")]
+    assert [(r["line"], r["reason"], r["text"]) for r in bad_v] == [(9, "not JSON", "not a verdict")]
 
 
 def test_traces_table_marks_incomplete_traces(run):
     t = {r["trace_id"]: r for r in table(run, "traces")}
     assert {k: v["complete"] for k, v in t.items()} == {
-        "t-valid": True, "t-trunc": True, "t-bug": True, "t-elr": True,
-        "t-nofooter": False, "t-bad": False}
+        "t-valid": True, "t-trunc": True, "t-bug": True, "t-elr": True, "t-unknown": True,
+        "t-wide": True, "t-nofooter": False, "t-bad": False}
     assert t["t-nofooter"]["problems"] == ["no footer"]
-    # t-bad keeps only its step 0: the steps are 0..0, but the footer claims 3
-    assert t["t-bad"]["problems"] == ["footer step count differs", "has bad rows"]
-    assert t["t-bad"]["bad_rows"] == 2
+    # t-bad keeps steps 0 and 2 (TeleportLeader, an unknown action, stays a step); line 3
+    # (step 1) is not JSON and step 3 lacks time_ms: dropped
+    assert t["t-bad"]["problems"] == ["steps are not 0..n", "footer step count differs",
+                                      "has bad rows"]
+    assert (t["t-bad"]["bad_rows"], t["t-bad"]["unknown_actions"]) == (2, 1)
+    # an unknown action alone is a bad row but leaves the trace complete
+    assert (t["t-unknown"]["problems"], t["t-unknown"]["bad_rows"],
+            t["t-unknown"]["unknown_actions"]) == ([], 1, 1)
     assert t["t-bug"]["violated"] == ["HighWatermarkWithinLog"]
     assert (t["t-valid"]["n_steps"], t["t-valid"]["duration_ms"]) == (13, 750)
+
+
+def test_unknown_action_step_is_kept_flagged(run):
+    steps = {(r["trace_id"], r["step"]): r for r in table(run, "steps")}
+    assert steps[("t-unknown", 2)]["action"] == "ForgeVote"
+    assert steps[("t-unknown", 2)]["unknown_action"] is True
+    assert steps[("t-bad", 2)]["unknown_action"] is True
+    assert sum(r["unknown_action"] for r in steps.values()) == 2
+    assert ("t-bad", 1) not in steps and ("t-bad", 3) not in steps
 
 
 def test_conformance_by_protocol_profile_and_bug(run):
@@ -85,40 +112,65 @@ def test_conformance_by_protocol_profile_and_bug(run):
         ("elr", "none", "none", 1, 0, 0, 1, 0, 0, 0, 0, 2, 0),
         ("kraft", "chaos", "follower-hwm-uncapped", 1, 0, 1, 0, 0, 6, 1, 2, 0, 0),
         ("kraft", "crashes", "none", 1, 1, 0, 0, 0, 13, 0, 0, 0, 0),
-        ("kraft", "lossy", "none", 1, 0, 0, 0, 1, 0, 0, 0, 0, 1),
+        ("kraft", "lossy", "none", 1, 0, 0, 0, 1, 0, 0, 0, 0, 2),
         ("kraft", "none", "none", 2, 1, 0, 0, 1, 13, 0, 0, 0, 3),
+        # t-unknown invalid at 2 of 4 steps; t-wide valid per the checker's TLC re-check
+        ("kraft", "partitions", "none", 2, 1, 1, 0, 0, 5, 1, 1, 0, 0),
     ]
 
 
 def test_first_failing_step_and_actions(run):
-    ff = table(run, "first_failure")
+    ff = table(run, "first_failure", ["fault_profile"])
     assert [(r["bug"], r["failing_step"], r["claimed_action"], r["traces"]) for r in ff] == [
-        ("follower-hwm-uncapped", 6, "ReceiveFetchRequest", 1)]
+        ("follower-hwm-uncapped", 6, "ReceiveFetchRequest", 1), ("none", 2, "ForgeVote", 1)]
     acts = {(r["protocol"], r["action"]): (r["steps"], r["traces"], r["failures"])
             for r in table(run, "actions")}
-    assert acts[("kraft", "Init")] == (5, 5, 0)
-    assert acts[("kraft", "Timeout")] == (6, 4, 0)  # t-bad's Timeout line is a bad row
+    assert acts[("kraft", "Init")] == (7, 7, 0)
+    assert acts[("kraft", "Timeout")] == (9, 6, 0)  # t-bad's Timeout line is a bad row
     assert acts[("kraft", "ReceiveFetchRequest")] == (3, 2, 1)
     assert acts[("kraft", "Crash")] == (1, 1, 0)
+    assert acts[("kraft", "TeleportLeader")] == (1, 1, 0)
+    assert acts[("kraft", "ForgeVote")] == (1, 1, 1)
     assert acts[("elr", "UnfenceBroker")] == (1, 1, 0)
-    assert sum(v[0] for v in acts.values()) == 41
+    assert sum(v[0] for v in acts.values()) == 49
 
 
 def test_coverage_of_the_state_graph(run):
     s, _, _ = run
     assert s["coverage"] == {"states": 22, "states_visited": 19, "state_share": 19 / 22,
                              "edges": 22, "edges_visited": 18, "edge_share": 18 / 22,
-                             "actions": 9, "actions_visited": 8}
+                             "actions": 9, "actions_visited": 8, "graph_bounds": GRAPH_BOUNDS,
+                             "traces": 7, "traces_in_coverage": 6, "traces_other_bounds": 1,
+                             "traces_bounds_unstated": 3, "traces_bounds_unchecked": 0}
     assert s["actions_never_exercised"] == ["Resign"]
     cs = table(run, "coverage_summary")[0]
+    # t-bug's state 21 only: t-wide's state 22 is outside too, but t-wide is left out
     assert cs["trace_states_outside"] == 1
     unvisited = table(run, "unvisited_states")
     assert len(unvisited) == 3
     labels = sorted(r["label"] for r in unvisited)
     assert any('n1 :> "Voted" @@ n2 :> "Unattached"' in x for x in labels)
-    per = {r["action"]: (r["edges"], r["edges_visited"]) for r in table(run, "coverage_actions")}
-    assert per["Timeout"] == (4, 3) and per["Resign"] == (1, 0)
-    assert per["Crash"] == (0, 0)
+    per = {r["action"]: (r["edges"], r["edges_visited"], r["steps"], r["in_graph"])
+           for r in table(run, "coverage_actions")}
+    # Timeout steps: t-valid 2, t-trunc 2, t-bug 1, t-nofooter 1, t-unknown 1 (t-wide's 2 left out)
+    assert per["Timeout"] == (4, 3, 7, True) and per["Resign"] == (1, 0, 0, True)
+    assert per["Crash"] == (0, 0, 1, False) and per["ForgeVote"] == (0, 0, 1, False)
+
+
+def test_coverage_records_bounds_and_leaves_out_other_bounds(run):
+    s, _, _ = run
+    assert s["coverage_bounds"] == [
+        {"bounds": "tlc_configs/kraft-wide.cfg", "bounds_match": "different", "traces": 1},
+        {"bounds": GRAPH_BOUNDS, "bounds_match": "same", "traces": 3},
+        {"bounds": None, "bounds_match": "unstated", "traces": 3}]
+    assert s["coverage_excluded_traces"] == ["t-wide"]
+    per = {r["trace_id"]: (r["bounds"], r["bounds_match"], r["in_coverage"])
+           for r in table(run, "coverage_traces")}
+    assert per == {
+        "t-valid": (GRAPH_BOUNDS, "same", True), "t-trunc": (GRAPH_BOUNDS, "same", True),
+        "t-bug": (GRAPH_BOUNDS, "same", True), "t-nofooter": (None, "unstated", True),
+        "t-bad": (None, "unstated", True), "t-unknown": (None, "unstated", True),
+        "t-wide": ("tlc_configs/kraft-wide.cfg", "different", False)}
 
 
 def test_trace_metrics(run):
@@ -129,7 +181,9 @@ def test_trace_metrics(run):
         "t-bug": (1, 30, 1, 1, 1, 0),
         "t-nofooter": (0, 9, 0, 0, 0, 0),
         "t-elr": (0, 40, 0, 0, 0, 0),
-        "t-bad": (0, 0, 0, 0, 0, 0),
+        "t-bad": (0, 20, 0, 0, 0, 0),       # steps 0 and 2 (the unknown action is kept)
+        "t-unknown": (1, 30, 0, 0, 0, 0),
+        "t-wide": (0, 30, 0, 0, 0, 0),
     }
     got = {k: (r["elections"], r["leaderless_ms"], r["truncations"], r["truncated_records"],
                r["data_loss_events"], r["unclean_recoveries"]) for k, r in m.items()}
@@ -137,16 +191,19 @@ def test_trace_metrics(run):
     assert m["t-valid"]["hwm_lag_avg"] == pytest.approx(60 / 280)
     assert m["t-trunc"]["hwm_lag_avg"] == pytest.approx(200 / 290)
     assert m["t-bug"]["hwm_lag_avg"] == pytest.approx(20 / 50)
+    assert m["t-unknown"]["hwm_lag_avg"] is None   # its one step with a leader lasts 0 ms
     assert m["t-valid"]["leaderless_share"] == pytest.approx(470 / 750)
     el = sorted((r["trace_id"], r["latency_ms"]) for r in table(run, "election_latency"))
-    assert el == [("t-bug", 30), ("t-trunc", 70), ("t-trunc", 240), ("t-valid", 120),
-                  ("t-valid", 350)]
+    assert el == [("t-bug", 30), ("t-trunc", 70), ("t-trunc", 240), ("t-unknown", 30),
+                  ("t-valid", 120), ("t-valid", 350)]
     cl = sorted((r["trace_id"], r["offset"], r["latency_ms"]) for r in table(run, "commit_latency"))
     assert cl == [("t-bug", 1, 20), ("t-valid", 1, 60)]
     byp = {(r["protocol"], r["fault_profile"]): r for r in table(run, "metrics_by_profile")}
     assert byp[("kraft", "crashes")]["max_truncation_depth"] == 1
     assert byp[("kraft", "none")]["elections_per_trace"] == 1.0
     assert byp[("kraft", "chaos")]["data_loss_events"] == 1
+    assert (byp[("kraft", "partitions")]["traces"],
+            byp[("kraft", "partitions")]["elections_per_trace"]) == (2, 0.5)
 
 
 def _reference_verdicts() -> dict[str, tuple]:
@@ -175,6 +232,21 @@ def _reference_verdicts() -> dict[str, tuple]:
     return out
 
 
+SPARK_VALIDATION = {  # trace -> verdict, failing_step, claimed_action, left_graph_at_step
+    "t-valid": ("valid", None, None, None), "t-trunc": ("valid", None, None, None),
+    "t-bug": ("invalid", 6, "ReceiveFetchRequest", 6),
+    "t-unknown": ("invalid", 2, "ForgeVote", 2),
+    "t-wide": ("out_of_scope", None, None, 2),
+    "t-elr": ("out_of_scope", None, None, None),
+    "t-nofooter": ("malformed", None, None, None), "t-bad": ("malformed", None, None, None),
+}
+
+
+def _validation(run) -> dict[str, tuple]:
+    return {r["trace_id"]: (r["verdict"], r["failing_step"], r["claimed_action"],
+                            r["left_graph_at_step"]) for r in table(run, "validation")}
+
+
 def test_distributed_validation_agrees_with_the_reference_lookup(run):
     v = {r["trace_id"]: r for r in table(run, "validation")}
     ref = _reference_verdicts()
@@ -183,14 +255,115 @@ def test_distributed_validation_agrees_with_the_reference_lookup(run):
     for tid, (verdict, k, action) in ref.items():
         assert (v[tid]["verdict"], v[tid]["failing_step"], v[tid]["claimed_action"]) == \
             (verdict, k, action)
+    assert _validation(run) == SPARK_VALIDATION
     assert v["t-bug"]["detail"] == "no ReceiveFetchRequest edge from the previous state"
-    assert v["t-elr"]["verdict"] == "out_of_scope"
-    assert {v["t-nofooter"]["verdict"], v["t-bad"]["verdict"]} == {"malformed"}
+    assert v["t-unknown"]["detail"] == "unknown action ForgeVote: no edge of the graph carries it"
+    assert v["t-wide"]["detail"] == "left the bounded graph at step 2"
 
 
-def test_distributed_validation_agrees_with_the_checker_verdicts(run):
+def _checker_expected(traces_by_file: dict[str, list[str]]) -> tuple[dict, dict]:
+    """The real single-process checker (trace_checker, full-graph mode) on every fixture file
+    against graph.dot, no TLC: (raw checker verdicts by trace, the distributed verdicts they
+    stand for under the module's convention)."""
+    from trace_checker import corpus as C
+    from trace_checker.dot import read_dump
+    from trace_checker.graph import StateGraph
+    from trace_checker.observe import Observer
+    from trace_checker.traces import read_trace
+
+    g = StateGraph.from_dump(read_dump(GRAPH, unescape=False), source=str(GRAPH))
+    C._set_graph(g)
+    obs = Observer(g.codec, intern=False)
+    raw, want = {}, {}
+    for f in C.collect_files([CORPUS]):
+        r = C._check_in_graph(f)
+        r.pop("_path", None)
+        tids = [r["trace_id"]] if r["trace_id"] else traces_by_file[str(Path(f).resolve())]
+        v = r["verdict"]
+        if v == "recheck":
+            k = r["left_graph_at_step"]
+            trace = read_trace(f)
+            in_graph = g.index.get(obs.keys(trace)[k]) is not None
+            exp = (("invalid", k, trace.steps[k].action, k) if in_graph
+                   else ("out_of_scope", None, None, k))
+        else:
+            assert v in ("valid", "out_of_scope", "malformed"), r
+            exp = (v, None, None, None)
+        for tid in tids:
+            raw[tid] = (v, r.get("left_graph_at_step"))
+            want[tid] = exp
+    return raw, want
+
+
+def test_distributed_validation_agrees_with_the_real_checker(run):
+    by_file: dict[str, list[str]] = {}
+    for r in table(run, "traces"):
+        by_file.setdefault(r["file"], []).append(r["trace_id"])
+    raw, want = _checker_expected(by_file)
+    # the checker's own answers, so that both branches of the convention are exercised
+    assert raw == {"t-valid": ("valid", None), "t-trunc": ("valid", None),
+                   "t-bug": ("recheck", 6), "t-unknown": ("recheck", 2),
+                   "t-wide": ("recheck", 2), "t-elr": ("out_of_scope", None),
+                   "t-nofooter": ("malformed", None), "t-bad": ("malformed", None)}
+    assert set(want) == TRACE_IDS
+    assert _validation(run) == want
+
+
+def test_agreement_with_the_checker_verdicts_file(run):
     s, _, _ = run
-    assert s["agreement"] == {"compared": 6, "agree": 6}
+    # verdicts.jsonl stands for `kraftcheck validate` after its TLC re-check, which finds
+    # t-wide valid under raised bounds; the distributed validation has it out of scope
+    assert s["agreement"] == {"compared": 8, "agree": 7, "disagree": 1, "checker_only": 0,
+                              "spark_only": 0}
+    d = table(run, "disagreements")
+    assert [(r["trace_id"], r["side"], r["checker_verdict"], r["spark_verdict"]) for r in d] == \
+        [("t-wide", "both", "valid", "out_of_scope")]
+
+
+def test_agreement_is_a_full_outer_join_comparing_step_and_action(run):
+    from spark_trace_analysis.validate import agreement
+    _, _, spark = run
+    checker = spark.createDataFrame([
+        ("a", None, "valid", None, None), ("b", None, "invalid", 3, "X"),
+        ("c", None, "invalid", 3, "X"), ("e", None, "invalid", 4, "X"),
+        (None, "/corpus/orphan.jsonl", "malformed", None, None)],
+        "trace_id string, file string, verdict string, failing_step long, claimed_action string")
+    dist = spark.createDataFrame([
+        ("a", "valid", None, None), ("b", "invalid", 3, "Y"), ("d", "valid", None, None),
+        ("e", "invalid", 5, "X")],
+        "trace_id string, verdict string, failing_step long, claimed_action string")
+    got = sorted((r["trace_id"] or r["file"], r["side"], r["agree"])
+                 for r in agreement(checker, dist).collect())
+    assert got == [("/corpus/orphan.jsonl", "checker_only", False), ("a", "both", True),
+                   ("b", "both", False), ("c", "checker_only", False),
+                   ("d", "spark_only", False), ("e", "both", False)]
+
+
+def test_benchmark_baseline_computes_the_same_tables_as_spark(run, tmp_path):
+    """benchmarks/bench_spark.py compares Spark with a single-process baseline: on this corpus
+    (bad rows, unknown actions, a trace without footer, ELR) both give the same tables, and the
+    comparison notices a changed value."""
+    import sys
+
+    import pyarrow.parquet as pq
+    from spark_trace_analysis.jobs import run_stats
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    try:
+        import bench_spark
+    finally:
+        sys.path.pop(0)
+    run_stats([str(CORPUS)], tmp_path / "spark", master="local[2]")
+    bench_spark.baseline(CORPUS, tmp_path / "base")
+    r = bench_spark.compare(tmp_path / "spark", tmp_path / "base")
+    assert r["notes"] == [] and r["agree"] is True
+    assert len(r["checks"]) == 17 and r["distinct_states"] == 23
+    path = next((tmp_path / "base" / "metrics").glob("*.parquet"))
+    t = pq.read_table(path).to_pylist()
+    t[0]["leaderless_ms"] += 1
+    pq.write_table(__import__("pyarrow").Table.from_pylist(t), path)
+    r = bench_spark.compare(tmp_path / "spark", tmp_path / "base")
+    assert r["agree"] is False and r["checks"]["table.metrics"] is False
+    assert [k for k, ok in r["checks"].items() if not ok] == ["table.metrics"]
 
 
 def test_report_is_self_contained_with_plots(run):
@@ -200,6 +373,12 @@ def test_report_is_self_contained_with_plots(run):
     imgs = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     assert len(imgs) >= 5
     assert all(base64.b64decode(i)[:8] == b"\x89PNG\r\n\x1a\n" for i in imgs)
-    assert "Resign" in html and "TeleportLeader" in html
+    assert "Resign" in html and "TeleportLeader" in html and "ForgeVote" in html
+    bad_v = html.split("<h2>Bad verdict rows (1)</h2>", 1)[1]
+    assert "not JSON" in bad_v and "not a verdict" in bad_v and "verdicts.jsonl" in bad_v
+    agree = html.split("Traces on which they disagree", 1)[1].split("</table>", 1)[0]
+    assert "t-wide" in agree and "out_of_scope" in agree
+    assert "Left out of the coverage (1 traces made under other bounds)" in html
+    assert "t-wide (tlc_configs/kraft-wide.cfg)" in html
     assert "http://" not in html and "https://" not in html
     assert not list(out.parent.glob(".out.tmp-*"))

@@ -1,5 +1,6 @@
 """Spark-free parts of the stats stage: state fingerprints and observations, the graph label
-parser, the lookup rule, input errors and the CLI's exit status, the benchmark generator."""
+parser, the lookup rule, input errors and the CLI's exit status (one test starts a JVM to get
+a real Spark error), where the driver listens, trace bounds, the benchmark generator."""
 
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def test_lookup_rule():
 def test_expand_inputs(tmp_path):
     files = expand_inputs([FIX / "corpus"])
     assert [Path(f).name for f in files] == ["bad.jsonl", "t-bug.jsonl", "t-elr.jsonl",
-                                            "t-nofooter.jsonl", "t-trunc.jsonl", "t-valid.jsonl"]
+                                            "t-nofooter.jsonl", "t-trunc.jsonl", "t-unknown.jsonl",
+                                            "t-valid.jsonl", "t-wide.jsonl"]
     with pytest.raises(InputError, match="no such file"):
         expand_inputs([tmp_path / "missing"])
     with pytest.raises(InputError, match="no .jsonl file"):
@@ -110,7 +112,94 @@ def test_expand_inputs(tmp_path):
 def test_cli_exits_2_on_bad_input(tmp_path):
     r = CliRunner().invoke(app, ["stats", str(tmp_path / "nope"), "--out", str(tmp_path / "o")])
     assert r.exit_code == 2
+    assert "nope: no such file or folder" in " ".join(r.output.split())
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("pyspark.errors", fromlist=["x"]).AnalysisException(
+        message="[PATH_NOT_FOUND] Path does not exist: file:/gone.\nmore detail"),
+    lambda: __import__("py4j.protocol", fromlist=["x"]).Py4JNetworkError(
+        "Answer from Java side is empty"),
+])
+def test_cli_exits_2_with_a_message_when_spark_fails(tmp_path, monkeypatch, make):
+    import spark_trace_analysis.jobs as jobs
+    err = make()
+
+    def fail(*_a, **_k):
+        raise err
+    monkeypatch.setattr(jobs, "run_stats", fail)
+    r = CliRunner().invoke(app, ["stats", str(FIX / "corpus"), "--out", str(tmp_path / "o"),
+                                 "--master", "spark://10.0.0.9:7077"])
+    assert r.exit_code == 2, r.output
+    first = str(err).splitlines()[0]
+    assert f"Spark failed on master spark://10.0.0.9:7077: {type(err).__name__}: {first}" \
+        in " ".join(r.output.split())
+
+
+def test_cli_other_errors_are_not_hidden(tmp_path, monkeypatch):
+    import spark_trace_analysis.jobs as jobs
+
+    def fail(*_a, **_k):
+        raise ZeroDivisionError("a bug")
+    monkeypatch.setattr(jobs, "run_stats", fail)
+    r = CliRunner().invoke(app, ["stats", str(FIX / "corpus"), "--out", str(tmp_path / "o")])
+    assert r.exit_code == 1 and isinstance(r.exception, ZeroDivisionError)
+
+
+def test_cli_exits_2_on_a_real_spark_error(tmp_path):
+    """A local master URL Spark cannot parse fails in the JVM (a Py4JJavaError)."""
+    from spark_trace_analysis.session import stop_session
+    try:
+        r = CliRunner().invoke(app, ["stats", str(FIX / "corpus"), "--out", str(tmp_path / "o"),
+                                     "--master", "local[two]"])
+    finally:
+        stop_session()
+    assert r.exit_code == 2, r.output
+    out = " ".join(r.output.split())
+    assert "Spark failed on master local[two]: Py4JJavaError:" in out
+    assert "Could not parse Master URL: 'local[two]'" in out
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_summary_line_counts_bad_verdict_rows():
+    from kraftcheck.commands.stats import summary_line
+    s = {"traces": 3, "steps": 9, "bad_rows": 2, "verdicts": {"valid": 2, "invalid": 1}}
+    assert summary_line(s) == "3 traces, 9 steps, 2 bad rows; invalid 1, valid 2"
+    assert summary_line(dict(s, verdict_bad_rows=4)) == \
+        "3 traces, 9 steps, 2 bad rows, 4 bad verdict rows; invalid 1, valid 2"
+
+
+def test_driver_binds_to_loopback_only_for_loopback_masters():
+    from spark_trace_analysis.session import driver_network, is_loopback_master
+    pinned = {"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
+              "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1"}
+    for m in ("local[*]", "local", "local[2]", "spark://127.0.0.1:7077",
+              "spark://localhost:7077,127.0.0.2:7078", "spark://[::1]:7077"):
+        assert is_loopback_master(m), m
+        assert driver_network(m, {}) == (pinned, {"SPARK_LOCAL_IP": "127.0.0.1"}), m
+        assert driver_network(m, {"KRAFTCHECK_SPARK_DRIVER_HOST": "10.1.1.1"})[0] == pinned
+    for m in ("spark://10.0.0.5:7077", "spark://spark-master.example:7077",
+              "spark://127.0.0.1:7077,10.0.0.5:7077", "yarn", "k8s://https://127.0.0.1:6443"):
+        assert not is_loopback_master(m), m
+        assert driver_network(m, {}) == ({}, {}), m
+        assert driver_network(m, {"KRAFTCHECK_SPARK_DRIVER_HOST": "10.1.1.1"}) == \
+            ({"spark.driver.host": "10.1.1.1"}, {}), m
+
+
+def test_trace_bounds_are_compared_as_paths():
+    from kraftcheck.paths import REPO_ROOT
+    from spark_trace_analysis.coverage import bounds_file, bounds_match
+    assert bounds_file(None) is None and bounds_file("null") is None
+    assert bounds_file('{"constants":{"MaxEpoch":2},"file":"tlc_configs/a.cfg"}') == \
+        "tlc_configs/a.cfg"
+    assert bounds_file('{"constants":{}}') is None
+    assert bounds_file("tlc_configs/a.cfg") == "tlc_configs/a.cfg"
+    assert bounds_match("tlc_configs/a.cfg", str(REPO_ROOT / "tlc_configs" / "a.cfg")) == "same"
+    assert bounds_match("./tlc_configs/x/../a.cfg", "tlc_configs/a.cfg") == "same"
+    assert bounds_match("tlc_configs/b.cfg", "tlc_configs/a.cfg") == "different"
+    assert bounds_match(None, "tlc_configs/a.cfg") == "unstated"
+    assert bounds_match("tlc_configs/b.cfg", None) == "graph_unknown"
 
 
 def test_fixture_files_are_what_make_fixtures_writes(tmp_path, monkeypatch):
@@ -121,7 +210,12 @@ def test_fixture_files_are_what_make_fixtures_writes(tmp_path, monkeypatch):
         sys.path.remove(str(FIX))
     monkeypatch.setattr(make_fixtures, "HERE", tmp_path)
     make_fixtures.main()
-    for p in sorted((FIX / "corpus").glob("*.jsonl")) + [FIX / "graph.dot", FIX / "verdicts.jsonl"]:
+    written = sorted(x.relative_to(tmp_path) for x in tmp_path.rglob("*") if x.is_file())
+    kept = sorted(x.relative_to(FIX) for x in FIX.rglob("*")
+                  if x.is_file() and x.name != "make_fixtures.py" and "__pycache__" not in x.parts)
+    assert written == kept
+    for p in sorted((FIX / "corpus").glob("*.jsonl")) + [FIX / "graph.dot", FIX / "graph.cfg",
+                                                         FIX / "verdicts.jsonl"]:
         rel = p.relative_to(FIX)
         assert (tmp_path / rel).read_text() == p.read_text(), rel
 
@@ -142,6 +236,54 @@ def test_benchmark_generator_writes_valid_traces(tmp_path):
     fp = state_info(json.dumps(json.loads(lines[1])["state"]))[0]
     assert fp == fingerprint(make_fn((k, from_itf(v)) for k, v in
                                      json.loads(lines[1])["state"].items()))
+
+
+def _bench():
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    try:
+        import bench_spark
+    finally:
+        sys.path.pop(0)
+    return bench_spark
+
+
+def test_benchmark_baseline_computes_the_fixture_statistics(tmp_path):
+    """The single-process baseline of the benchmark on the fixture corpus: the values
+    test_spark_stats.py expects from Spark (without a graph: form-only verdicts)."""
+    import pyarrow.parquet as pq
+    from spark_trace_analysis import schema
+    b = _bench()
+    assert (b.REQUIRED, b.TRACE_SCHEMA) == (schema.REQUIRED, schema.TRACE_SCHEMA)
+    s = b.baseline(FIX / "corpus", tmp_path / "out")
+    assert (s["traces"], s["steps"], s["lines"], s["bad_rows"]) == (8, 49, 66, 4)
+    assert s["verdicts"] == {"unchecked": 6, "malformed": 2}
+    m = {r["trace_id"]: (r["elections"], r["leaderless_ms"], r["truncations"],
+                         r["truncated_records"], r["data_loss_events"])
+         for r in pq.read_table(tmp_path / "out" / "metrics").to_pylist()}
+    assert m == {"t-valid": (2, 470, 0, 0, 0), "t-trunc": (2, 310, 1, 1, 0),
+                 "t-bug": (1, 30, 1, 1, 1), "t-nofooter": (0, 9, 0, 0, 0),
+                 "t-elr": (0, 40, 0, 0, 0), "t-bad": (0, 20, 0, 0, 0),
+                 "t-unknown": (1, 30, 0, 0, 0), "t-wide": (0, 30, 0, 0, 0)}
+    el = sorted((r["trace_id"], r["latency_ms"])
+                for r in pq.read_table(tmp_path / "out" / "election_latency").to_pylist())
+    assert el == [("t-bug", 30), ("t-trunc", 70), ("t-trunc", 240), ("t-unknown", 30),
+                  ("t-valid", 120), ("t-valid", 350)]
+    t = {r["trace_id"]: r for r in pq.read_table(tmp_path / "out" / "traces").to_pylist()}
+    assert t["t-bad"]["problems"] == ["steps are not 0..n", "footer step count differs",
+                                      "has bad rows"]
+    assert (t["t-unknown"]["complete"], t["t-unknown"]["unknown_actions"]) == (True, 1)
+    assert (tmp_path / "out" / "report.html").read_text().count("data:image/png") >= 3
+
+
+def test_benchmark_baseline_refuses_a_trace_split_over_files(tmp_path):
+    b = _bench()
+    lines = (FIX / "corpus" / "t-valid.jsonl").read_text().splitlines()
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "a.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "c" / "b.jsonl").write_text(lines[3] + "\n")
+    with pytest.raises(RuntimeError, match=r"b.jsonl:1: trace t-valid has a line after its "
+                                           r"footer or in another file"):
+        b.baseline(tmp_path / "c", tmp_path / "out")
 
 
 def test_checker_summary_becomes_verdict_lines(tmp_path):

@@ -4,15 +4,18 @@ Ingests the traces (and the checker's verdicts with --verdicts), validates every
 the spec's state graph with --graph (a TLC dot dump, or a no-symmetry manifest config such as
 kraft-graph-small), and writes Parquet tables, summary.json and a self-contained report.html
 under DIR.  Runs on an embedded local[*] Spark by default; --master spark://HOST:PORT runs the
-same job on a cluster.  Exit 0 on success, 2 on bad input (missing files, unreadable graph).
+same job on a cluster.  Exit 0 on success, 2 on bad input (missing files, unreadable graph)
+or when Spark fails (no cluster at --master, a job error): the message says which.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from kraftcheck.output import console, err_console, print_json
 
@@ -24,6 +27,9 @@ def stats(
     graph: str = typer.Option(None, "--graph",
                               help="State graph: a TLC `-dump dot,actionlabels` file or a "
                                    "no-symmetry manifest config name."),
+    graph_bounds: str = typer.Option(None, "--graph-bounds",
+                                     help="The config a dot-dump --graph was explored under: "
+                                          "coverage leaves out traces of other bounds."),
     verdicts: Path = typer.Option(None, "--verdicts", help="Verdicts of `kraftcheck validate`."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
@@ -38,27 +44,67 @@ def stats(
     try:
         s = run_stats([str(p) for p in corpus], out, graph=graph,
                       verdicts=str(verdicts) if verdicts else None, master=master,
-                      progress=progress)
+                      progress=progress, graph_bounds=graph_bounds)
     except (InputError, GraphError) as e:
-        err_console.print(f"[red]error:[/red] {e}")
+        err_console.print(f"[red]error:[/red] {escape(str(e))}")
+        raise typer.Exit(2)
+    except Exception as e:
+        why = spark_failure(e)
+        if why is None:
+            raise
+        where = master or os.environ.get("KRAFTCHECK_SPARK_MASTER") or "local[*]"
+        err_console.print(f"[red]error:[/red] {escape(f'Spark failed on master {where}: {why}')}")
         raise typer.Exit(2)
     if as_json:
         print_json(s)
     else:
-        v = s.get("verdicts", {})
-        console.print(f"{s['traces']} traces, {s['steps']} steps, {s['bad_rows']} bad rows; "
-                      + ", ".join(f"{k} {n}" for k, n in sorted(v.items())))
+        console.print(summary_line(s))
         if s.get("coverage"):
             c = s["coverage"]
             console.print(f"coverage of {s['graph']}: {c['states_visited']}/{c['states']} states, "
                           f"{c['edges_visited']}/{c['edges']} edges, "
-                          f"{c['actions_visited']}/{c['actions']} actions")
+                          f"{c['actions_visited']}/{c['actions']} actions"
+                          + (f"; {c['traces_other_bounds']} traces of other bounds left out"
+                             if c.get("traces_other_bounds") else ""))
         if s.get("agreement"):
             a = s["agreement"]
             console.print(f"distributed validation agrees with the checker on "
-                          f"{a['agree']}/{a['compared']} traces")
-        console.print(f"report: {s['report']}")
+                          f"{a['agree']}/{a['compared']} traces ({a['checker_only']} checker "
+                          f"only, {a['spark_only']} distributed only)")
+        console.print(f"report: {escape(s['report'])}")
     raise typer.Exit(0)
+
+
+def summary_line(s: dict) -> str:
+    v = s.get("verdicts", {})
+    bad = f"{s['bad_rows']} bad rows"
+    if "verdict_bad_rows" in s:
+        bad += f", {s['verdict_bad_rows']} bad verdict rows"
+    return (f"{s['traces']} traces, {s['steps']} steps, {bad}; "
+            + ", ".join(f"{k} {n}" for k, n in sorted(v.items())))
+
+
+def spark_failure(e: BaseException) -> str | None:
+    """A one-line reason when `e` comes from Spark or its Java gateway (Py4J), else None."""
+    try:
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+    except ImportError:
+        return None
+    if not isinstance(e, (PySparkException, Py4JError)):
+        return None
+    text = str(e).strip()
+    java = getattr(e, "java_exception", None)
+    if java is not None:  # Py4JJavaError: the Java exception's own message, not its stack
+        try:
+            text = java.toString()
+        except Exception:  # the gateway may be gone
+            pass
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
+    hint = ""
+    if getattr(e, "getCondition", lambda: None)() == "JAVA_GATEWAY_EXITED":
+        hint = " (the JVM's own error is printed above)"
+    return f"{type(e).__name__}: {first[:500]}{hint}"
 
 
 def register(app: typer.Typer) -> None:
