@@ -534,9 +534,20 @@ def test_leader_progress_timeout():
     t = N.handle_timer(s, CHECK_QUORUM)
     assert t.action == "LeaderProgressTimeout" and t.state.role is Role.CANDIDATE
     assert t.state.epoch == 3
-    ok = N.handle_timer(replace(s, fetched_since_check=frozenset({"n3"})), CHECK_QUORUM)
-    assert ok.action == "LeaderProgressTimeout" and ok.state.role is Role.LEADER
-    assert ok.state.fetched_since_check == frozenset()
+    # a Fetch that completes a majority (leader + n3 of 3 voters) closes the progress window
+    # and restarts the timer, so the timer only expires after a fetch-less timeout
+    t = N.handle_message(s, "n3", fetch(0, 0))
+    assert t.state.fetched_since_check == frozenset()
+    assert SetTimer(CHECK_QUORUM, N.cfg.fetch_timeout_ms) in t.timers
+
+
+def test_progress_window_rule():
+    from refimpl.kraft.rules import record_fetch
+    five = ("n1", "n2", "n3", "n4", "n5")
+    assert record_fetch(frozenset(), "n1", "n2", five) == (frozenset({"n2"}), False)
+    assert record_fetch(frozenset({"n2"}), "n1", "n3", five) == (frozenset(), True)
+    assert record_fetch(frozenset({"n2"}), "n1", "n2", five) == (frozenset({"n2"}), False)
+    assert record_fetch(frozenset(), "n1", "n2", ("n1", "n2", "n3")) == (frozenset(), True)
 
 
 # ---------------------------------------------------------------- restart and persistence

@@ -515,11 +515,16 @@ class KRaftNode:
         valid = div is None
         new = s
         persist: tuple = ()
+        timers: tuple = ()
         if src in self.voters:                                                  # step 4
             feo = s.follower_end_offset
             off = max(feo.get(src, -1), m.fetch_offset if valid else 0)
+            window, progressed = rules.record_fetch(s.fetched_since_check, s.node_id, src,
+                                                    self.voters)
+            if progressed:  # a majority fetched: the leader progress timer restarts
+                timers = (SetTimer(CHECK_QUORUM, self.cfg.fetch_timeout_ms),)
             new = replace(s, follower_end_offset=feo.set(src, off) if off != feo.get(src, -1) else feo,
-                          fetched_since_check=s.fetched_since_check | {src})
+                          fetched_since_check=window)
             if valid:
                 new = replace(new, high_watermark=self._leader_hwm(new))
                 new, persist = self._cache_cluster_id(new)
@@ -528,7 +533,7 @@ class KRaftNode:
         records = s.log[m.fetch_offset:m.fetch_offset + self.cfg.fetch_max_records] if valid else ()
         r = resp(new, Errors.NONE, s.node_id, s.epoch, new.high_watermark, records, div)
         return Transition(new, "HandleFetchRequest", {"node": s.node_id}, sends=(r,),
-                          persist=persist)
+                          persist=persist, timers=timers)
 
     def _on_fetch_response(self, s: NodeState, src: str, m: FetchResponse) -> Transition:
         """KIP-595 "FetchResponse Handling" (and KIP-595r "Cluster Bootstrapping": an
@@ -634,10 +639,8 @@ class KRaftNode:
         if timer == CHECK_QUORUM:
             if s.role is not Role.LEADER:
                 return None
-            if self._has_quorum(s.fetched_since_check | {s.node_id}):
-                return Transition(replace(s, fetched_since_check=frozenset()),
-                                  "LeaderProgressTimeout", {"node": s.node_id},
-                                  timers=(SetTimer(CHECK_QUORUM, self.cfg.fetch_timeout_ms),))
+            # the window closes (and this timer restarts) whenever a majority has fetched
+            # (rules.record_fetch), so expiring means no majority for quorum.fetch.timeout.ms
             return self.start_election(s, "LeaderProgressTimeout")
         if timer == BECOME_LEADER:
             return self.become_leader(s)

@@ -107,3 +107,16 @@ def election_backoff_max(retries: int, retry_backoff_ms: int, election_backoff_m
     """Upper bound of the random backoff before retry number `retries` (>= 1) of an election:
     exponential in the retries, bounded by quorum.election.backoff.max.ms (KIP-595 "Vote")."""
     return min(election_backoff_max_ms, retry_backoff_ms * (2 ** max(0, retries - 1)))
+
+
+def record_fetch(window: frozenset, leader: str, fetcher: str, voters: Iterable[str]
+                 ) -> tuple[frozenset, bool]:
+    """KIP-595r "Leader Progress Timeout" (spec: RecordFetch): the leader's progress window
+    after a Fetch from voter `fetcher`.  When the window's voters, the fetcher and the leader
+    form a majority, the progress condition is met: the window closes (empty) and the timer
+    restarts (second result True); otherwise the fetcher joins the window."""
+    voters = set(voters)
+    joined = (set(window) | {leader, fetcher}) & voters
+    if len(joined) * 2 > len(voters):
+        return frozenset(), True
+    return frozenset(window | {fetcher}), False
