@@ -10,8 +10,10 @@ Figures:
             whose Init is the trace's first state and whose Next is the spec's Next constrained
             to the next recorded state through a step-indexed variable, one TLC run per trace
             (valid when TLC reaches the last recorded state).  Reported as steps/s and ratio.
-  detect    (--detect) per planted refimpl bug, the first seed whose trace the checker flags
-            (up to --max-seeds), and false alarms on --correct traces of the correct refimpl
+  detect    (--detect, --detect-only) per planted refimpl bug, the first seed whose trace the
+            checker flags (up to --max-seeds), and false alarms on --correct traces of the
+            correct refimpl (see bench_detect):
+            .venv/bin/python benchmarks/bench_validate.py --detect-only --correct 10000
 
 The corpus is --corpus DIR (e.g. simulated refimpl traces), or random walks over the graph
 written in the trace format (valid behaviours by construction).
@@ -213,64 +215,92 @@ def bench_baseline(files: list[Path], entry: ConfigEntry, timeout: float) -> dic
 
 # --------------------------------------------------------------------------- detection
 
+GRAPH_CONFIGS = {"kraft": "kraft-graph-small", "elr": "elr-graph-small"}
+
+
+def _judge(d: str, graph: str | None, jobs: int) -> dict:
+    """Full-graph mode (with the neighbourhood re-check of steps leaving the graph) when the
+    traces were simulated under a graph config's bounds, else neighbourhood mode."""
+    if graph:
+        return validate_corpus([d], graph=graph, jobs=jobs)
+    return validate_corpus([d], lazy=True, jobs=jobs)
+
+
 def bench_detect(bounds: dict[str, str | None], max_seeds: int, correct: int, steps: int,
-                 block: int, jobs: int, faults: str = "chaos") -> dict:
+                 block: int, jobs: int, faults: str = "chaos", graph_seeds: int = 200,
+                 correct_unbounded: int = 200, protocols: tuple[str, ...] = ("kraft", "elr")
+                 ) -> dict:
+    """Per planted bug: the first seed whose trace the checker flags.  Each bug is first
+    simulated under its protocol's no-symmetry graph config (full-graph mode: cheap), for up
+    to `graph_seeds` seeds; a bug those small bounds cannot show (restarts, a misconfigured
+    replica, ...) is then simulated unbounded and judged in neighbourhood mode, in blocks,
+    up to `max_seeds` seeds in all.  Then false alarms: `correct` traces of the correct
+    refimpl per protocol under the graph config, plus `correct_unbounded` unbounded traces
+    in neighbourhood mode."""
     from refimpl.bugs import BUGS
     from refimpl.sim.runner import RunSpec, run_seeds
     rows = []
-    for name, bug in sorted(BUGS.items()):
-        b = bounds.get(bug.protocol) or _ci_bounds(bug.protocol)
-        found = None
+
+    def phase(protocol, name, b, graph, seeds_range, size):
         checked = 0
-        t0 = time.perf_counter()
-        for start in range(0, max_seeds, block):
-            seeds = list(range(start, min(max_seeds, start + block)))
+        for start in range(seeds_range.start, seeds_range.stop, size):
+            seeds = list(range(start, min(seeds_range.stop, start + size)))
             with tempfile.TemporaryDirectory() as d:
-                try:
-                    run_seeds(RunSpec(bug.protocol, seeds, faults, steps, b, name), Path(d))
-                except Exception as e:  # a refimpl that cannot run this bug: say so
-                    rows.append({"bug": name, "protocol": bug.protocol, "error": str(e)})
-                    found = "error"
-                    break
-                s = validate_corpus([d], lazy=True, jobs=jobs)
-                checked += len(seeds)
-                bad = sorted(r["seed"] for r in s["results"] if r["verdict"] == "invalid")
-                if bad:
-                    found = bad[0]
-                    break
-        if found != "error":
-            rows.append({"bug": name, "protocol": bug.protocol, "bounds": b,
-                         "flagged_at_seed": found, "seeds_checked": checked,
-                         "seconds": round(time.perf_counter() - t0, 1)})
+                run_seeds(RunSpec(protocol, seeds, faults, steps, b, name), Path(d))
+                s = _judge(d, graph, jobs)
+            checked += len(seeds)
+            bad = sorted(r["seed"] for r in s["results"] if r["verdict"] == "invalid")
+            if bad:
+                return bad[0], checked
+        return None, checked
+
+    for name, bug in sorted(BUGS.items()):
+        if bug.protocol not in protocols:
+            continue
+        t0 = time.perf_counter()
+        graph = GRAPH_CONFIGS[bug.protocol]
+        gb = bounds.get(bug.protocol) or str(ROOT / "tlc_configs" / f"{graph}.cfg")
+        try:
+            found, checked = phase(bug.protocol, name, gb, graph, range(0, graph_seeds), 100)
+            mode = f"graph {graph}"
+            if found is None:
+                nb_bounds = str(ROOT / bug.bounds) if bug.bounds else None
+                found, more = phase(bug.protocol, name, nb_bounds, None,
+                                    range(graph_seeds, max(max_seeds, graph_seeds + block)), block)
+                checked += more
+                mode = f"neighbourhood ({bug.bounds or 'unbounded'})"
+        except Exception as e:  # a refimpl that cannot run this bug: say so
+            rows.append({"bug": name, "protocol": bug.protocol, "error": str(e)})
+            print(f"detect: {rows[-1]}", file=sys.stderr, flush=True)
+            continue
+        rows.append({"bug": name, "protocol": bug.protocol, "flagged_at_seed": found,
+                     "mode": mode, "seeds_checked": checked,
+                     "seconds": round(time.perf_counter() - t0, 1)})
         print(f"detect: {rows[-1]}", file=sys.stderr, flush=True)
     alarms = {}
-    for protocol in sorted({b.protocol for b in BUGS.values()}):
-        b = bounds.get(protocol) or _ci_bounds(protocol)
-        invalid = total = other = steps_done = 0
-        t0 = time.perf_counter()
-        for start in range(0, correct, block * 4):
-            seeds = list(range(10_000 + start, 10_000 + min(correct, start + block * 4)))
-            with tempfile.TemporaryDirectory() as d:
-                run_seeds(RunSpec(protocol, seeds, faults, steps, b, None), Path(d))
-                s = validate_corpus([d], lazy=True, jobs=jobs)
+    for protocol in sorted({b.protocol for b in BUGS.values()} & set(protocols)):
+        graph = GRAPH_CONFIGS[protocol]
+        for label, b, g, n, size in (
+                ("graph", bounds.get(protocol) or str(ROOT / "tlc_configs" / f"{graph}.cfg"),
+                 graph, correct, 1000),
+                ("neighbourhood", None, None, correct_unbounded, block)):
+            invalid = total = other = steps_done = 0
+            t0 = time.perf_counter()
+            for start in range(0, n, size):
+                seeds = list(range(100_000 + start, 100_000 + min(n, start + size)))
+                with tempfile.TemporaryDirectory() as d:
+                    run_seeds(RunSpec(protocol, seeds, faults, steps, b, None), Path(d))
+                    s = _judge(d, g, jobs)
                 invalid += s["counts"]["invalid"]
                 other += s["counts"]["out_of_scope"] + s["counts"]["malformed"]
                 total += s["traces"]
                 steps_done += s["steps"]
-        alarms[protocol] = {"bounds": b, "traces": total, "steps": steps_done,
-                            "false_alarms": invalid, "not_judged": other,
-                            "seconds": round(time.perf_counter() - t0, 1)}
-        print(f"correct {protocol}: {alarms[protocol]}", file=sys.stderr, flush=True)
+            alarms[f"{protocol} ({label})"] = {
+                "bounds": b, "traces": total, "steps": steps_done, "false_alarms": invalid,
+                "not_judged": other, "seconds": round(time.perf_counter() - t0, 1)}
+            print(f"correct {protocol} {label}: {alarms[f'{protocol} ({label})']}",
+                  file=sys.stderr, flush=True)
     return {"bugs": rows, "correct_refimpl": alarms}
-
-
-def _ci_bounds(protocol: str) -> str | None:
-    from kraftcheck.tlc.manifest import load_manifest
-    prefix = {"kraft": "MCKRaft", "elr": "MCELR"}[protocol]
-    for e in load_manifest():
-        if e.module_path.stem == prefix and e.profile == "ci" and e.expect == "ok":
-            return str(e.cfg_path.relative_to(ROOT))
-    return None
 
 
 # --------------------------------------------------------------------------- main
@@ -290,10 +320,16 @@ def main() -> None:
     ap.add_argument("--max-seeds", type=int, default=1000)
     ap.add_argument("--correct", type=int, default=10_000)
     ap.add_argument("--detect-steps", type=int, default=200)
-    ap.add_argument("--block", type=int, default=50)
+    ap.add_argument("--block", type=int, default=100)
     ap.add_argument("--kraft-bounds", default=None, help="detection: KIP-595 bounds config")
     ap.add_argument("--elr-bounds", default=None, help="detection: KIP-966 bounds config")
     ap.add_argument("--faults", default="chaos", help="detection: fault profile")
+    ap.add_argument("--protocol", action="append", choices=["kraft", "elr"],
+                    help="detection: only these protocols (repeatable; default both)")
+    ap.add_argument("--graph-seeds", type=int, default=200,
+                    help="detection: seeds per bug under the graph config first")
+    ap.add_argument("--correct-unbounded", type=int, default=200,
+                    help="detection: unbounded correct traces judged in neighbourhood mode")
     ap.add_argument("--detect-only", action="store_true")
     ap.add_argument("--skip-versus", action="store_true")
     ap.add_argument("--json", action="store_true")
@@ -301,7 +337,9 @@ def main() -> None:
     out: dict = {}
     if a.detect_only:
         out["detect"] = bench_detect({"kraft": a.kraft_bounds, "elr": a.elr_bounds}, a.max_seeds,
-                                     a.correct, a.detect_steps, a.block, a.jobs, a.faults)
+                                     a.correct, a.detect_steps, a.block, a.jobs, a.faults,
+                                     a.graph_seeds, a.correct_unbounded,
+                                     tuple(a.protocol or ("kraft", "elr")))
         _print_detect(out) if not a.json else print(json.dumps(out, indent=2))
         return
     entry = resolve_entry(a.graph, a.manifest, a.module)
@@ -359,8 +397,8 @@ def main() -> None:
 def _print_detect(out: dict) -> None:
     print("detection (first seed whose trace is invalid; None = not flagged):")
     for r in out["detect"]["bugs"]:
-        print(f"  bug {r['bug']:32s} {r['protocol']:5s} {r.get('flagged_at_seed', r.get('error'))} "
-              f"(seeds checked {r.get('seeds_checked')})")
+        print(f"  bug {r['bug']:36s} {r['protocol']:5s} {r.get('flagged_at_seed', r.get('error'))} "
+              f"(seeds checked {r.get('seeds_checked')}, {r.get('mode')}, {r.get('seconds')}s)")
     for prot, r in out["detect"]["correct_refimpl"].items():
         print(f"  correct {prot}: {r['false_alarms']} false alarms / {r['traces']} traces "
               f"({r['steps']} steps, {r['not_judged']} not judged)")

@@ -27,6 +27,8 @@ class PlantedBug:
     description: str
     caught_by: tuple[str, ...]  # invariant names expected to report it
     spec_switch: str | None = None  # the spec constant planting the same bug (TLC configs)
+    bounds: str | None = None  # a config whose bounds the bug needs to show (e.g. a
+    #                            misconfigured replica); None: any run can show it
 
 
 _BUGS: list[PlantedBug] = [
@@ -72,7 +74,8 @@ _BUGS: list[PlantedBug] = [
         "leader (the KIP's literal FetchResponse step 1a), so one misconfigured broker can stop "
         "correct voters.",
         ("NoCorrectReplicaShutDown",),
-        spec_switch="BugClusterIdFatalFromNonLeader"),
+        spec_switch="BugClusterIdFatalFromNonLeader",
+        bounds="tlc_configs/kraft-ci-clusterid.cfg"),
 ]
 
 BUGS: dict[str, PlantedBug] = {b.name: b for b in _BUGS}

@@ -133,16 +133,12 @@ def test_required_bugs_registered():
         bug_enabled("x", "no-such-bug")
 
 
-# A bug that only shows with a misconfigured replica runs on the cluster-id config's bounds.
-_BUG_BOUNDS = {"cluster-id-fatal-from-any-replica": "tlc_configs/kraft-ci-clusterid.cfg"}
-
-
 @pytest.mark.parametrize("bug", KRAFT_BUGS)
 def test_planted_bug_caught_by_its_invariant(bug):
     from pathlib import Path
     from refimpl.sim.bounds import parse_cfg
     expected = set(BUGS[bug].caught_by)
-    cfg = _BUG_BOUNDS.get(bug)
+    cfg = BUGS[bug].bounds  # e.g. a misconfigured replica for the cluster-id bug
     root = Path(__file__).resolve().parent.parent
     for seed in range(60):
         adapter = KRaftAdapter.from_options(parse_cfg(root / cfg), bug) if cfg else None
