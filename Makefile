@@ -16,7 +16,10 @@ test-deep: setup
 	.venv/bin/python -m pytest -m deep tests
 
 bench: setup
-	.venv/bin/python benchmarks/run_all.py
+	.venv/bin/python benchmarks/bench_simulate.py
+	.venv/bin/python benchmarks/bench_validate.py --graph kraft-graph-small
+	.venv/bin/python benchmarks/bench_validate.py --detect-only --correct 10000
+	.venv/bin/python benchmarks/bench_spark.py
 
 clean:
 	rm -rf .kraftcheck-work out .pytest_cache
