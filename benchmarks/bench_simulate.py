@@ -1,8 +1,8 @@
 """Benchmark of the deterministic simulator with tracing on (not a test).
 
-Runs the KIP-595 adapter over a few seeds and fault profiles on one core, building every trace
-line in memory exactly as `kraftcheck simulate` writes it (the disk write itself is excluded),
-and prints:
+Runs a protocol adapter (`--protocol kraft`, KIP-595, the default; `--protocol elr`, KIP-966)
+over a few seeds and fault profiles on one core, building every trace line in memory exactly as
+`kraftcheck simulate` writes it (the disk write itself is excluded), and prints:
 
 Rates are per CPU second of this single-threaded process (time.process_time), so they measure
 one core even on a loaded machine; wall-clock seconds are reported too.
@@ -14,7 +14,8 @@ one core even on a loaded machine; wall-clock seconds are reported too.
   steps/s         trace steps written (stutters are not written) per second
   bytes/step      trace bytes per written step (each step logs the whole system state)
 
-Usage:  python benchmarks/bench_simulate.py [--seeds N] [--steps N] [--profiles a,b] [--json]
+Usage:  python benchmarks/bench_simulate.py [--protocol kraft|elr] [--seeds N] [--steps N]
+                                          [--profiles a,b] [--json]
 """
 
 from __future__ import annotations
@@ -27,18 +28,20 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from refimpl.kraft.adapter import KRaftAdapter  # noqa: E402
 from refimpl.sim.faults import get_profile  # noqa: E402
+from refimpl.sim.runner import PROTOCOLS, load_adapter_class  # noqa: E402
 from refimpl.sim.simulator import Simulator  # noqa: E402
 
 
-def bench(profiles: list[str], seeds: int, steps: int) -> dict:
+def bench(profiles: list[str], seeds: int, steps: int, protocol: str = "kraft") -> dict:
+    cls = load_adapter_class(protocol)
     rows = []
     for prof in profiles:
         events = nsteps = nactions = nbytes = 0
         t0, c0 = time.perf_counter(), time.process_time()
         for seed in range(seeds):
-            r = Simulator(KRaftAdapter(), seed, get_profile(prof), steps, trace=True).run()
+            r = Simulator(cls.from_options(None, None), seed, get_profile(prof), steps,
+                          trace=True).run()
             events += r.events
             nactions += r.steps
             nsteps += r.trace_steps
@@ -54,23 +57,24 @@ def bench(profiles: list[str], seeds: int, steps: int) -> dict:
     tot_e = sum(r["events"] for r in rows)
     tot_s = sum(r["steps"] for r in rows)
     tot_t = sum(r["cpu_seconds"] for r in rows)
-    return {"benchmark": "simulate", "protocol": "kraft", "tracing": True,
+    return {"benchmark": "simulate", "protocol": protocol, "tracing": True,
             "steps_per_trace": steps, "profiles": rows,
             "total": {"events_per_s": round(tot_e / tot_t), "steps_per_s": round(tot_s / tot_t)}}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--protocol", choices=sorted(PROTOCOLS), default="kraft")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--profiles", default="none,lossy,partitions,crashes,chaos")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
-    res = bench(a.profiles.split(","), a.seeds, a.steps)
+    res = bench(a.profiles.split(","), a.seeds, a.steps, a.protocol)
     if a.json:
         print(json.dumps(res, indent=2))
         return
-    print(f"kraft simulator, tracing on, {a.seeds} seeds x {a.steps} steps per profile")
+    print(f"{a.protocol} simulator, tracing on, {a.seeds} seeds x {a.steps} steps per profile")
     print(f"{'profile':<11}{'events/s':>10}{'actions/s':>11}{'steps/s':>10}{'bytes/step':>12}"
           f"{'bytes/event':>13}")
     for r in res["profiles"]:

@@ -152,6 +152,9 @@ def test_recovery_decision_steps_3_and_4():
     assert d("Aggressive", True, True, F(), F(), F(), F()) == "UncleanRecovery"
     assert d("Balanced", True, True, F(), F(), F("ab"), F("a")) == "WaitForLastKnownElr"
     assert d("Balanced", True, True, F(), F(), F("ab"), F("abc")) == "UncleanRecovery"
+    # the planted bug balanced-fixed-replies does not wait for the LastKnownELR (spec
+    # RecoveryDecision's bugFixedReplies)
+    assert d("Balanced", True, True, F(), F(), F("ab"), F("a"), True) == "UncleanRecovery"
     assert d("None", True, True, F(), F(), F(), F("abc")) == "WaitForOperator"
     # without the unclean recovery manager ("Delivery plan")
     assert d("Aggressive", False, True, F(), F(), F(), F("a")) == "UncleanElection"
@@ -222,3 +225,13 @@ def test_last_epoch():
     from refimpl.elr.types import LogEntry
     assert rules.last_epoch(()) == 0
     assert rules.last_epoch((LogEntry(1, "x"), LogEntry(3, "y"))) == 3
+
+
+def test_elect_outcome_is_the_spec_elect_outcome():
+    """spec ElectOutcome: an ISR member keeps the ISR; an ELR member becomes the ISR and
+    leaves the ELR (the rest of the ELR and the LastKnownELR stay, even when the new ISR meets
+    min ISR: spec finding 1); anyone else is an unclean election that cleans both."""
+    e = rules.elect_outcome
+    assert e(F("ab"), F("c"), F("d"), "a") == rules.ElrUpdate(F("ab"), F("c"), F("d"))
+    assert e(F(), F("bc"), F("d"), "b") == rules.ElrUpdate(F("b"), F("c"), F("d"))
+    assert e(F("a"), F("b"), F("d"), "c") == rules.ElrUpdate(F("c"), F(), F())

@@ -16,14 +16,12 @@ from refimpl.elr.messages import (BrokerHeartbeatRequest, BrokerRegistrationRequ
 from refimpl.elr.scenario import Cluster
 from refimpl.elr.types import NO_LEADER, ElrConfig, LogEntry
 
-NEVER = 10**9
-
 
 def _last_replica_standing(elr_enabled: bool) -> Cluster:
     """KIP-966 "Motivation": ISR (0,1,2) = (b1,b2,b3), min ISR 2, acks=all records written.
     T0 b1 is partitioned away (out of ISR); T1 b2 too, b3 leads alone; T2 b3 has an unclean
     shutdown losing its unflushed log; T3 the partitions heal; T4 b3 restarts."""
-    c = Cluster(ElrConfig(elr_enabled=elr_enabled, flush_ms=NEVER))
+    c = Cluster(ElrConfig(elr_enabled=elr_enabled))
     c.run_for(300)
     for v in ("v1", "v2", "v3"):
         c.produce(v)
@@ -54,9 +52,12 @@ def test_last_replica_standing_with_elr_keeps_the_acked_records():
     assert c.acked() == ("v1", "v2", "v3", "v4")
     # T1: b2 entered the ELR; T2: fencing b3 moved it there too, and recorded it as the
     # LastKnownLeader; T4: its unclean registration removed it from the ELR.
-    regs = [s for s in c.steps if s.action == "RestartBroker" and s.params.get("broker") == "b3"
-            and "clean" in s.params]
+    regs = [s for s in c.steps if s.params.get("step") == "HandleBrokerRegistration"
+            and s.params.get("broker") == "b3"]
     assert regs and regs[-1].params["clean"] is False
+    # the registration is part of the one RestartBroker step (spec A8)
+    start = c.steps.index(regs[-1]) - 1
+    assert c.steps[start].action == "RestartBroker" and regs[-1].action is None
 
 
 def test_last_replica_standing_without_elr_loses_the_acked_records():
@@ -68,7 +69,7 @@ def test_last_replica_standing_without_elr_loses_the_acked_records():
 
 
 def test_elr_membership_through_the_motivation_timeline():
-    c = Cluster(ElrConfig(flush_ms=NEVER))
+    c = Cluster(ElrConfig())
     c.run_for(300)
     c.produce("v1")
     c.run_for(300)
@@ -89,7 +90,7 @@ def test_elr_membership_through_the_motivation_timeline():
 
 
 def test_clean_shutdown_keeps_the_broker_in_the_elr():
-    c = Cluster(ElrConfig(flush_ms=NEVER))
+    c = Cluster(ElrConfig())
     c.run_for(300)
     c.produce("v1")
     c.run_for(300)
@@ -110,7 +111,7 @@ def test_clean_shutdown_keeps_the_broker_in_the_elr():
 
 
 def test_min_isr_change_clears_the_elr():
-    c = Cluster(ElrConfig(flush_ms=NEVER))
+    c = Cluster(ElrConfig())
     c.run_for(300)
     c.isolate("b2")
     c.isolate("b3")
@@ -122,12 +123,32 @@ def test_min_isr_change_clears_the_elr():
     assert c.violations == []
 
 
+def test_spec_finding_1_min_isr_lowered_while_leaderless():
+    """docs/spec-elr.md §8 finding 1, reproduced on the refimpl: b2, b3, b1 shut down cleanly
+    (ISR {}, ELR {b1, b3}); min.insync.replicas := 1 keeps the ELR (ISR size 0 < 1); b1
+    restarts and is elected from the ELR (ISR {b1}) and b3 stays in the ELR although the ISR
+    meets min ISR: KIP-966 re-applies no rule 1 after an ELR election, nor does the spec."""
+    c = Cluster(ElrConfig(min_isr_choices=(1, 2)))
+    c.run_for(300)
+    for b in ("b2", "b3", "b1"):
+        c.clean_shutdown(b)
+        c.run_for(100)
+    assert (c.partition.leader, c.partition.isr, c.partition.elr) == \
+        (NO_LEADER, set(), {"b1", "b3"})
+    c.alter_min_isr(1)
+    assert c.partition.elr == {"b1", "b3"} and c.violations == []
+    c.restart("b1")
+    assert (c.partition.leader, c.partition.isr, c.partition.elr) == ("b1", {"b1"}, {"b3"})
+    assert c.violated() == {"NonEmptyElrImpliesIsrBelowMinIsr"}
+
+
 def test_hwm_waits_for_the_controller_to_commit_the_expanded_isr():
     """KIP-966's 3-replica example on the leader state machine: ISR=[b1] (ELR=[b2]), b3 caught
     up and is being added (maximal ISR [b1, b3]): no HWM advance until the ISR is committed."""
     cfg = ElrConfig()
     log = ReplicaLog(tuple(LogEntry(1, f"v{i}") for i in range(5)))
-    md = PartitionMetadata(1, "b1", 1, 7, frozenset({"b1"}), 2)
+    md = PartitionMetadata(1, "b1", 1, 7, frozenset({"b1"}), 2, version=3,
+                           live_brokers=frozenset({("b1", 1, 0), ("b3", 1, 0)}))
     leader = BrokerState("b1", 0, -1, broker_epoch=1, log=log, hwm=2, metadata=md,
                          pending_isr=frozenset({"b1", "b3"}),
                          followers=(("b3", FollowerProgress(1, 4, 0)),))
@@ -136,7 +157,7 @@ def test_hwm_waits_for_the_controller_to_commit_the_expanded_isr():
     assert t.state.hwm == 2                              # committed ISR [b1] < min ISR 2
     t_bug = Broker(replace(cfg, bug="hwm-on-maximal-isr")).on_fetch(leader, "b3", fetch, 10)
     assert t_bug.state.hwm == 5                          # the pre-KIP maximal-ISR rule
-    committed = replace(md, partition_epoch=8, isr=frozenset({"b1", "b3"}))
+    committed = replace(md, partition_epoch=8, isr=frozenset({"b1", "b3"}), version=4)
     t2 = Broker(cfg).on_message(t.state, "ctrl", committed, 11)
     assert t2.state.hwm == 5
 
@@ -153,7 +174,10 @@ def test_unclean_registration_removes_the_broker_and_a_stale_epoch_counts_as_unc
     t = ctrl.on_registration(t.state, BrokerRegistrationRequest("b3", 7, 1), 6)  # stale epoch
     p = t.state.partition
     assert not t.params["clean"] and "b3" not in p.elr and "b3" in p.last_known_elr
-    assert t.state.registration("b3").broker_epoch == 2 and t.state.registration("b3").fenced
+    # registered and unfenced in one step (spec A8); the old incarnation's fencing counted
+    reg = t.state.registration("b3")
+    assert (reg.broker_epoch, reg.fenced) == (2, False)
+    assert t.sends[0].payload.metadata.live("b3") == ("b3", 2, reg.fence_epoch)
 
 
 def test_controller_restart_replays_its_metadata():
@@ -180,13 +204,29 @@ def test_power_loss_keeps_only_the_flushed_prefix_and_is_counted():
     a = ELRAdapter(ElrConfig())                       # min ISR 2: one power loss tolerated
     log = replace(_log(1, 1, 1, 2), flushed=2)
     d1 = a.unclean_shutdown("b1", {"log": log}, random.Random(0))
-    assert d1["log"].entries == log.entries[:2]
-    assert (d1["ghost_unclean_shutdowns"], d1["ghost_data_loss_shutdowns"]) == (1, 1)
+    assert d1["log"].entries == log.entries[:2] and d1["ghost_unclean_shutdowns"] == 1
     d2 = a.unclean_shutdown("b2", {"log": log}, random.Random(0))
-    assert d2["log"] == log and "ghost_unclean_shutdowns" not in d2   # past the budget
-    flushed = ELRAdapter(ElrConfig(max_unclean_shutdowns=3))
-    d3 = flushed.unclean_shutdown("b1", {"log": log.flush()}, random.Random(0))
-    assert d3["ghost_unclean_shutdowns"] == 1 and "ghost_data_loss_shutdowns" not in d3
+    assert d2["log"] == log and d2["ghost_unclean_shutdowns"] == 1    # past the budget: a crash
+    d3 = a.plain_crash("b3", {"log": log, "ghost_unclean_shutdowns": 1})
+    assert d3["log"] == log and d3["ghost_unclean_shutdowns"] == 2
+    assert a.plain_crash("client", {}) == {} and a.unclean_shutdown("ctrl", {}, None) == {}
+
+
+def test_data_loss_is_counted_at_the_restart_as_the_spec_does():
+    """spec RestartBroker: dataLossShutdowns grows when the restart keeps k < Len(log[b])
+    records; the log recovery flushes what survived (flushed' = k)."""
+    c = Cluster(ElrConfig())
+    c.run_for(300)
+    c.produce("v1")
+    c.run_for(300)
+    assert c.log("b2") == ("v1",) and c.states["b2"].log.flushed == 0
+    c.crash("b2", power_loss=True)
+    assert "ghost_data_loss_shutdowns" not in c.disks["b2"]       # not at the crash
+    c.run_for(100)
+    c.restart("b2")
+    assert c.disks["b2"]["ghost_data_loss_shutdowns"] == 1
+    assert c.states["b2"].log.flushed == c.states["b2"].log.end_offset
+    assert c.violations == []
 
 
 def test_log_epoch_lookups():
@@ -255,6 +295,8 @@ def test_balanced_recovery_waits_for_every_last_known_elr_member():
     rejected = ctrl.on_log_info(t.state, _info("b1", cur=0))         # stale leader epoch
     assert rejected.action == "RejectGetReplicaLogInfoResponse"
     t = ctrl.on_log_info(t.state, _info("b1", leo=4))
+    assert t.action == "HandleGetReplicaLogInfoResponse"   # spec SendReplicaLogInfo, then
+    (_, t), = t.chain                                       # CompleteUncleanRecovery
     p = t.state.partition
     assert t.action == "UncleanRecoveryElect"
     assert (p.leader, p.isr, p.elr, p.last_known_elr) == ("b2", {"b2"}, set(), set())
@@ -281,7 +323,9 @@ def test_pre_kip_unclean_leader_election_and_last_known_leader():
     ctrl, s = _leaderless("Aggressive", frozenset(), frozenset({"b2"}), elr_enabled=False)
     s = replace(s, partition=s.partition.with_(isr=frozenset({"b1"})))
     t = ctrl.on_heartbeat(s, BrokerHeartbeatRequest("b2", 1), 10)
-    assert t.params["election"] == "UncleanElection" and t.state.partition.isr == {"b2"}
+    assert t.params["election"] == "UncleanElection" and t.state.partition.leader == NO_LEADER
+    (_, e), = t.chain                          # the election: spec UncleanLeaderElection
+    assert e.action == "UncleanLeaderElect" and e.state.partition.isr == {"b2"}
     # phase 1 (no recovery manager), Balanced: wait for the LastKnownLeader, then elect it
     ctrl, s = _leaderless("Balanced", frozenset(), frozenset({"b2"}), manager_enabled=False)
     s = replace(s, partition=s.partition.with_(last_known_leader="b1"))

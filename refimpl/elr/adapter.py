@@ -2,9 +2,34 @@
 
 Nodes: the brokers (named by the spec's broker model values), the controller and the client.
 Every handler delegates to the pure state machines (controller.py, broker.py, client.py); the
-adapter only routes inputs, renames each step to its spec action (spec_mapping.spec_action),
-applies the unclean-shutdown disk model (the unflushed log suffix is lost), and enforces the
-bounds of a TLC config (brokers, values, min ISR, max log length, max unclean shutdowns...).
+adapter routes inputs, names each step after its spec action (spec_mapping), applies the
+unclean-shutdown disk model, enforces the bounds of a TLC config (brokers, values, min ISR, max
+log length, max unclean shutdowns...), and composes the refimpl steps that spec/ELR.tla takes
+as one step.
+
+Composite steps (refimpl/sim/protocol.py, "Composite steps").  One simulator event may run
+several nodes' handlers synchronously, the messages between them bypassing the network:
+
+* every PartitionMetadata push of the controller reaches every running broker at once
+  (spec A1), so each controller step and the brokers' reaction to it are one step;
+* a follower's fetch round: the Fetch, the leader's answer (a diverging epoch and the
+  truncation, repeated until the logs match), the copy of the leader's log, and the
+  follower's next Fetch, by which the leader learns its new log end and applies the HWM rule
+  (spec A3, A9) -- `FollowerFetch`; the round needs the link between the two brokers;
+* an ISR shrink: the leader's AlterPartition and the controller's commit -- `ShrinkIsr`;
+* a broker's start: the log recovery, the registration (the controller detects an unclean
+  shutdown and registers the new incarnation unfenced, spec A8) and its answer --
+  `RestartBroker`;
+* a clean shutdown: the flush, the CleanShutdownFile, the controlled shutdown at the
+  controller, and the broker's stop -- `CleanShutdown`;
+* GetReplicaLogInfo requests and their replies (each reply the controller takes is a spec
+  step of its own, `SendReplicaLogInfo`);
+* heartbeats when FenceRunningBrokers = FALSE (a running broker's session never expires).
+
+Produce requests and their answers, ISR expansion requests (the maximal ISR vs the committed
+ISR: spec `ProposeIsrExpand` then `CommitAlterPartition`), min ISR changes and, with
+FenceRunningBrokers = TRUE, heartbeats go through the simulated network (latency, loss,
+duplication, partitions).
 """
 
 from __future__ import annotations
@@ -14,25 +39,108 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from refimpl.sim.protocol import (Envelope, Monitor, ProtocolAdapter, SetTimer, SimLimits,
-                                  Transition, World)
+from refimpl.sim.protocol import (Envelope, Monitor, Persist, ProtocolAdapter, SetTimer,
+                                  SimLimits, Transition, World)
 
 from . import spec_mapping
-from .broker import FETCH_TIMER, FLUSH_TIMER, HEARTBEAT_TIMER, ISR_TIMER, Broker
+from .broker import FETCH_TIMER, HEARTBEAT_TIMER, HWM_CHECKPOINT_TIMER, ISR_TIMER, Broker
 from .client import Client
 from .config import config_from_bounds
 from .controller import RECOVERY_TIMER, SESSION_TIMER, Controller
 from .invariants import ElrMonitor
 from .log import ReplicaLog
+from .messages import (ACKS_ALL_OR_ONE, AlterPartitionRequest, AlterPartitionResponse,
+                       BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                       BrokerRegistrationRequest, BrokerRegistrationResponse, FetchResponse,
+                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse,
+                       PartitionMetadata, ProduceResponse)
 from .types import ElrConfig, NO_LEADER
 
 __all__ = ["ELRAdapter"]
+
+#: A fetch round stops after this many request/answer pairs (each diverging answer truncates
+#: at least one record, so a round needs at most the log length plus two).
+_MAX_FETCHES = 64
+
+#: Messages always delivered synchronously (see the module docstring).
+_SYNC = (PartitionMetadata, BrokerRegistrationRequest, BrokerRegistrationResponse,
+         GetReplicaLogInfoRequest, GetReplicaLogInfoResponse)
+
+
+class _Event:
+    """The parts of one simulator event: refimpl transitions of several nodes, in the order
+    they happen, each labelled with the spec action it starts (None: it continues the step
+    before it).  Node states are read through the event, so a handler sees what the earlier
+    parts did."""
+
+    def __init__(self, adapter: "ELRAdapter", now: int, starting: tuple[str, ...] = (),
+                 stopping: tuple[str, ...] = ()):
+        self.a = adapter
+        self.w = adapter.world
+        self.now = now
+        self.states: dict[str, Any] = {}
+        self.acked: dict[str, frozenset] = {}
+        self.parts: list[tuple[str, Transition]] = []
+        self.starting = frozenset(starting)
+        self.stopping = frozenset(stopping)
+
+    def state(self, n: str) -> Any:
+        return self.states[n] if n in self.states else self.w.states[n]
+
+    def up(self, n: str) -> bool:
+        return n not in self.stopping and (n in self.starting or self.w.up.get(n, False))
+
+    def add(self, node: str, t: Transition, label: str | None) -> None:
+        """Append `t` (refimpl transition of `node`, its sends already split) as a part; the
+        acks=all acknowledgements it sends are added to the node's ghost `acked`."""
+        persist = t.persist
+        if node in self.a.config.brokers:
+            done = frozenset((e.payload.offset + 1, e.payload.entry) for e in t.sends
+                             if isinstance(e.payload, ProduceResponse)
+                             and e.payload.error == "NONE" and e.payload.acks == "all")
+            if done:
+                old = self.acked.get(node, self.w.disks[node].get("ghost_acked", frozenset()))
+                self.acked[node] = old | done
+                persist = persist + (Persist("ghost_acked", self.acked[node]),)
+        self.parts.append((node, replace(t, action=label,
+                                         params=spec_mapping.spec_params(t.action, t.params),
+                                         persist=persist, chain=())))
+        self.states[node] = t.state
+
+    def run(self, node: str, t: Transition | None, label: str | None,
+            reply_to: str | None = None) -> None:
+        """Apply `t` and everything it causes synchronously: its synchronous messages are
+        delivered (depth first), then its chained parts run."""
+        if t is None:
+            return
+        sync, rest = self.a._split(t, reply_to)
+        self.add(node, replace(t, sends=rest), label)
+        for env in sync:
+            self.deliver(env)
+        for n, part in t.chain:
+            if n == node and self.state(node) is not t.state:
+                raise RuntimeError(f"{node}: a chained part of {t.action} would overwrite "
+                                   f"what a synchronous message changed")
+            self.run(n, part, spec_mapping.boundary(part.action))
+
+    def deliver(self, env: Envelope) -> None:
+        if self.up(env.dst):
+            t = self.a._handle(env.dst, self.state(env.dst), env, self.now)
+            self.run(env.dst, t, spec_mapping.boundary(t.action) if t else None,
+                     reply_to=env.src)
+
+    def result(self) -> Transition | None:
+        if not self.parts:
+            return None
+        head = self.parts[0][1]
+        return replace(head, chain=tuple(self.parts[1:]))
 
 
 class ELRAdapter(ProtocolAdapter):
     name = "elr"
     spec_module = "ELR"
     supports_unclean_shutdown = True
+    atomic_graceful_shutdown = True
 
     def __init__(self, config: ElrConfig | None = None, max_restarts: int | None = None,
                  max_client_requests: int | None = None):
@@ -42,7 +150,14 @@ class ELRAdapter(ProtocolAdapter):
         self.client = Client(self.config)
         self._max_restarts = max_restarts
         self._max_clients = max_client_requests
-        self._unclean = 0
+        self._power_losses = 0
+        self.world: World | None = None
+        self._encoder = spec_mapping.StateEncoder(self.config)
+
+    @property
+    def planted_bug(self) -> str | None:
+        """The planted bug in effect (--bug, or the one a Bug* switch of --bounds selects)."""
+        return self.config.bug
 
     @classmethod
     def from_options(cls, bounds: Any | None, bug: str | None) -> "ELRAdapter":
@@ -61,20 +176,41 @@ class ELRAdapter(ProtocolAdapter):
         return spec_mapping.VARIABLES
 
     def sim_limits(self) -> SimLimits:
-        """With FenceRunningBrokers = FALSE the spec fences only dead brokers; the refimpl
-        cannot tell a dead broker from a silent one, so the simulator is asked not to lose
-        messages (lost heartbeats would fence running brokers).  Partitions still can: a
-        documented gap (docs/refimpl-elr.md)."""
         return SimLimits(max_restarts=self._max_restarts,
-                         max_client_requests=self._max_clients,
-                         allow_loss=self.config.fence_running_brokers)
+                         max_client_requests=self._max_clients)
+
+    def crash_allowed(self, node: str, state: Any) -> bool:
+        """The controller never stops (spec A6: one controller, no failover)."""
+        return node != self.config.controller
+
+    def crash_kind(self, node: str, kind: str) -> str | None:
+        """A broker's stop.  A graceful shutdown the spec does not allow now (its controlled
+        shutdown would need an election beyond MaxLeaderEpoch) becomes a crash.  Once
+        MaxUncleanShutdowns brokers stopped uncleanly (bounded mode), a crash becomes a clean
+        shutdown, or no stop at all."""
+        c = self.config
+        if node not in c.brokers:
+            return kind
+        if kind == "graceful":
+            if self.graceful_shutdown(node, self.world.states[node], self.world.now_ms):
+                return kind
+            kind = "crash"
+        if c.max_unclean_shutdowns is not None and \
+                self._unclean_shutdowns() >= c.max_unclean_shutdowns:
+            ok = self.graceful_shutdown(node, self.world.states[node], self.world.now_ms)
+            return "graceful" if ok is not None else None
+        return kind
+
+    def bind(self, world: World) -> None:
+        self.world = world
+        self._encoder = spec_mapping.StateEncoder(self.config)
 
     # ---- behaviour --------------------------------------------------------------------
     def init(self):
         """The cluster starts registered (the topic is created once the brokers have
-        registered): every broker holds its broker epoch, fenced until its first heartbeat; the
-        partition has every broker in the ISR and no leader yet."""
-        self._unclean = 0
+        registered): every broker holds its broker epoch, unfenced, every broker in the ISR and
+        the first broker the leader in leader epoch 1 (spec Init)."""
+        self._power_losses = 0
         c = self.config
         ctrl = self.controller.initial_registered()
         states: dict[str, Any] = {c.controller: ctrl, c.producer: self.client.initial()}
@@ -89,96 +225,241 @@ class ELRAdapter(ProtocolAdapter):
             timers += [(b, t) for t in self.broker.timers()]
         return states, disks, timers
 
-    def _named(self, t: Transition | None) -> Transition | None:
+    def _handle(self, node: str, state: Any, env: Envelope, now_ms: int) -> Transition | None:
+        """The refimpl's handler of a message."""
+        c = self.config
+        if node == c.controller:
+            return self.controller.on_message(state, env.src, env.payload, now_ms)
+        if node == c.producer:
+            return self.client.on_message(state, env.src, env.payload, now_ms)
+        return self.broker.on_message(state, env.src, env.payload, now_ms)
+
+    def _split(self, t: Transition, reply_to: str | None
+               ) -> tuple[tuple[Envelope, ...], tuple[Envelope, ...]]:
+        """(synchronous, network) sends of `t`; `reply_to`: the sender of the synchronous
+        message `t` answers (its answers to it are synchronous too)."""
+        sync, rest = [], []
+        for env in t.sends:
+            m = env.payload
+            if isinstance(m, _SYNC):
+                sync.append(env)
+            elif isinstance(m, BrokerHeartbeatRequest):
+                (sync if m.want_shutdown or not self.config.fence_running_brokers
+                 else rest).append(env)
+            elif isinstance(m, AlterPartitionRequest):
+                (sync if t.action == "ShrinkIsr" else rest).append(env)
+            elif isinstance(m, (BrokerHeartbeatResponse, AlterPartitionResponse)):
+                (sync if env.dst == reply_to else rest).append(env)
+            else:
+                rest.append(env)
+        return tuple(sync), tuple(rest)
+
+    def _step(self, node: str, t: Transition | None, now_ms: int) -> Transition | None:
+        """The simulator step of refimpl transition `t`: `t` and what it causes."""
         if t is None:
             return None
-        return replace(t, action=spec_mapping.spec_action(t.action, t.params),
-                       params=spec_mapping.spec_params(t.action, t.params))
+        ev = _Event(self, now_ms)
+        ev.run(node, t, spec_mapping.spec_action(t.action, t.params))
+        return ev.result()
 
     def deliver(self, node: str, state: Any, env: Envelope, now_ms: int) -> Transition | None:
         c = self.config
-        if node == c.controller:
-            return self._named(self.controller.on_message(state, env.src, env.payload, now_ms))
-        if node == c.producer:
-            return self._named(self.client.on_message(state, env.src, env.payload, now_ms))
-        return self._named(self.broker.on_message(state, env.src, env.payload, now_ms))
+        if node == c.controller and isinstance(env.payload, BrokerHeartbeatRequest) and \
+                not self.world.up.get(env.src, False):
+            reg = state.registration(env.src)
+            if reg is not None and reg.fenced:
+                # A heartbeat sent just before its broker stopped does not unfence it (spec
+                # UnfenceBroker: the broker is alive).
+                return None
+        return self._step(node, self._handle(node, state, env, now_ms), now_ms)
 
     def fire_timer(self, node: str, state: Any, timer: str, now_ms: int) -> Transition | None:
         c = self.config
         if node == c.controller:
             if timer == SESSION_TIMER:
-                return self._named(self.controller.on_session_timer(state, now_ms))
+                return self._step(node, self.controller.on_session_timer(state, now_ms), now_ms)
             if timer == RECOVERY_TIMER:
-                return self._named(self.controller.on_recovery_timer(state, now_ms))
+                return self._step(node, self.controller.on_recovery_timer(state, now_ms), now_ms)
             return None
         if node in c.brokers:
+            if timer == FETCH_TIMER:
+                return self._fetch_round(node, state, now_ms)
             handler = {HEARTBEAT_TIMER: self.broker.on_heartbeat_timer,
-                       FETCH_TIMER: self.broker.on_fetch_timer,
                        ISR_TIMER: self.broker.on_isr_timer,
-                       FLUSH_TIMER: self.broker.on_flush_timer}.get(timer)
-            return self._named(handler(state, now_ms)) if handler else None
+                       HWM_CHECKPOINT_TIMER: self.broker.on_hwm_checkpoint_timer}.get(timer)
+            return self._step(node, handler(state, now_ms), now_ms) if handler else None
         return None
 
+    def _fetch_round(self, f: str, state: Any, now_ms: int) -> Transition:
+        """Follower `f`'s fetch round (spec FollowerFetch): fetch until the logs match and the
+        leader has seen `f`'s new log end (its HWM rule and acks), then the leader's ISR
+        expansion proposal if `f` is now in sync (spec ProposeIsrExpand, a step of its own)."""
+        t0 = self.broker.on_fetch_timer(state, now_ms)
+        ev = _Event(self, now_ms)
+        if not t0.sends:
+            ev.add(f, t0, "Stutter")
+            return ev.result()
+        req = t0.sends[0]
+        leader = req.dst
+        ev.add(f, replace(t0, sends=()), "FollowerFetch")
+        blocked = self.world.blocked
+        for _ in range(_MAX_FETCHES):
+            if not ev.up(leader) or (f, leader) in blocked or (leader, f) in blocked:
+                break
+            tl = self.broker.on_fetch(ev.state(leader), f, req.payload, now_ms)
+            if tl is None:
+                break
+            resp = next((e for e in tl.sends if e.dst == f
+                         and isinstance(e.payload, FetchResponse)), None)
+            ev.add(leader, replace(tl, sends=tuple(e for e in tl.sends if e is not resp)), None)
+            before = ev.state(f).log
+            tf = self.broker.on_fetch_response(ev.state(f), leader, resp.payload, now_ms) \
+                if resp is not None else None
+            if tf is not None:
+                ev.add(f, tf, None)
+            for n, part in tl.chain:    # the leader's proposal: f is caught up, so it ends
+                ev.run(n, part, spec_mapping.boundary(part.action))
+            if tf is None or ev.state(f).log == before:
+                break
+            if tl.chain:
+                raise RuntimeError("the leader proposed a follower whose log then changed")
+            req = self.broker.fetch_request(ev.state(f))
+            if req is None:
+                break
+        else:
+            raise RuntimeError(f"{f}: fetch round from {leader} did not converge")
+        return ev.result()
+
     def client_request(self, world: World, rng: random.Random) -> tuple[str, Transition] | None:
-        """A produce request (acks chosen by `acks_policy`) to the leader the controller
-        names (a random broker when there is none: the client's metadata may be stale), or, when
-        the config allows min ISR changes, now and then an AlterMinIsr to the controller."""
+        """A produce request to the leader the controller names (a random broker when there is
+        none: the client's metadata may be stale), or, when the config allows min ISR changes,
+        now and then an AlterMinIsr to the controller.  With acks_policy "spec" the request
+        asks for acks=all with the fallback to acks=1 (spec A7); with "mixed" acks=all or
+        acks=1 at random."""
         c = self.config
         ctrl = world.states[c.controller]
         cl = world.states[c.producer]
         if c.min_isr_choices and rng.random() < 0.05:
             choices = [m for m in c.min_isr_choices if m != ctrl.min_isr]
             if choices:
-                return c.producer, self._named(self.client.alter_min_isr(cl, rng.choice(choices)))
+                t = self.client.alter_min_isr(cl, rng.choice(choices))
+                return c.producer, self._step(c.producer, t, world.now_ms)
         leader = ctrl.partition.leader
         if leader == NO_LEADER:
             leader = rng.choice(c.brokers)
         value = rng.choice(c.values)
         if c.acks_policy == "spec":
-            acks = "all" if len(ctrl.partition.isr) >= ctrl.eff_min_isr else "one"
+            acks = ACKS_ALL_OR_ONE
         else:
             acks = rng.choice(("all", "all", "one"))
-        return c.producer, self._named(self.client.produce(cl, leader, value, acks))
+        t = self.client.produce(cl, leader, value, acks)
+        return c.producer, self._step(c.producer, t, world.now_ms)
 
-    def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition:
+    def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition | None:
+        """A broker's start, registration included (spec RestartBroker; None when the
+        controller would not register it now: MaxBrokerEpoch, or an election beyond
+        MaxLeaderEpoch).  The records the restart lost (a power loss) count as a data loss
+        shutdown (spec dataLossShutdowns, counted at the restart as the spec does)."""
         c = self.config
         if node == c.controller:
             s = self.controller.restore(dict(disk), now_ms)
-            return self._named(Transition(state=s, action="ControllerStart", params={},
-                                          timers=self.controller.initial_timers()))
+            return self._step(node, Transition(state=s, action="ControllerStart", params={},
+                                               timers=self.controller.initial_timers()), now_ms)
         if node == c.producer:
-            return self._named(Transition(state=self.client.restart(dict(disk)),
-                                          action="ClientStart", params={}))
-        return self._named(self.broker.restart(node, dict(disk), now_ms))
+            return self._step(node, Transition(state=self.client.restart(dict(disk)),
+                                               action="ClientStart", params={}), now_ms)
+        t0 = self.broker.restart(node, dict(disk), now_ms)
+        reg = self.broker.registration_request(t0.state)
+        tc = self.controller.on_registration(self.world.states[c.controller], reg.payload,
+                                             now_ms)
+        if tc is None:
+            return None
+        before = len(self.world.states[node].log.entries)   # spec log[b]: its last log
+        k = t0.state.log.end_offset
+        persist = t0.persist
+        if k < before:
+            persist += (Persist("ghost_data_loss_shutdowns",
+                                disk.get("ghost_data_loss_shutdowns", 0) + 1),)
+        ev = _Event(self, now_ms, starting=(node,))
+        ev.add(node, replace(t0, persist=persist, params=dict(t0.params, k=k)), "RestartBroker")
+        ev.run(c.controller, tc, None, reply_to=node)
+        return ev.result()
 
     def graceful_shutdown(self, node: str, state: Any, now_ms: int) -> Transition | None:
-        if node in self.config.brokers:
-            return self._named(self.broker.graceful_shutdown(state, now_ms))
-        return None
+        """A broker's clean shutdown with its controlled shutdown (spec CleanShutdown); None
+        when the controller would not take it now (an election beyond MaxLeaderEpoch)."""
+        c = self.config
+        if node not in c.brokers:
+            return None
+        t0 = self.broker.graceful_shutdown(state, now_ms)
+        ev = _Event(self, now_ms, stopping=(node,))
+        sync, rest = self._split(t0, None)
+        tc = None
+        for env in sync:
+            tc = self.controller.on_message(self.world.states[c.controller], node,
+                                            env.payload, now_ms)
+            if tc is None:
+                return None
+        ev.add(node, replace(t0, sends=rest), "CleanShutdown")
+        ev.run(c.controller, tc, None, reply_to=node)
+        return ev.result()
 
     def unclean_shutdown(self, node: str, disk: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         """Power loss (KIP-966 "Motivation"): a broker keeps only the flushed prefix of its log;
         the controller's metadata log and the client's acknowledgements are durable.  Past the
-        bound MaxUncleanShutdowns (by default min ISR - 1, the KIP's fault model) the crash is
-        a plain crash (the page cache survives; the broker still registers without a
-        CleanShutdownFile)."""
+        power-loss budget (MaxUncleanShutdowns in bounded mode, else min ISR - 1: the KIP's
+        fault model) the crash is a plain crash (the page cache survives).  Either way the
+        broker registers without a CleanShutdownFile: spec UncleanShutdown."""
         c = self.config
         if node not in c.brokers:
             return disk
-        if self._unclean >= c.unclean_shutdown_budget:
-            return disk
-        self._unclean += 1
-        d = dict(disk)
-        log = d.get("log", ReplicaLog())
-        d["log"] = log.after_power_loss()
-        d["ghost_unclean_shutdowns"] = d.get("ghost_unclean_shutdowns", 0) + 1
-        if d["log"].end_offset < log.end_offset:   # "data loss unclean shutdown events"
-            d["ghost_data_loss_shutdowns"] = d.get("ghost_data_loss_shutdowns", 0) + 1
+        d = self.plain_crash(node, disk)
+        if self._power_losses < c.unclean_shutdown_budget:
+            self._power_losses += 1
+            d["log"] = d.get("log", ReplicaLog()).after_power_loss()
         return d
 
+    def plain_crash(self, node: str, disk: dict[str, Any]) -> dict[str, Any]:
+        """A broker's process crash (page cache kept): spec UncleanShutdown, counted."""
+        if node not in self.config.brokers:
+            return disk
+        d = dict(disk)
+        d["ghost_unclean_shutdowns"] = d.get("ghost_unclean_shutdowns", 0) + 1
+        return d
+
+    def _unclean_shutdowns(self) -> int:
+        return sum(self.world.disks[b].get("ghost_unclean_shutdowns", 0)
+                   for b in self.config.brokers)
+
     # ---- observation ------------------------------------------------------------------
+    def after_step(self, world: World, node: str | None, action: str) -> None:
+        """The ghost `committedLog` (spec): the consumer-visible log.  A newly elected leader
+        starts from the part of it that it holds (spec ApplyOutcome's baseHwm); the running
+        leader's HWM rule (Broker.next_hwm: rules.next_high_watermark over what the leader
+        knows of its followers) grows it.  The leader's own HWM follows the same rule from
+        its own starting point, which may lag (a new leader learns the HWM from its followers'
+        fetches) or, after an unclean election, lead (Kafka keeps a new leader's stale HWM):
+        the spec's HWM is the consumer-visible one."""
+        h = world.history
+        p = world.states[self.config.controller].partition
+        committed = h.get("committed", ())
+        if "epoch" in h and p.leader_epoch != h["epoch"] and p.leader in world.states:
+            lg = world.states[p.leader].log.entries
+            committed = committed[:spec_mapping.common_prefix_len(lg, committed)]
+        h["epoch"] = p.leader_epoch
+        ldr = spec_mapping.acting_leader(self.config, world)
+        if ldr is not None and world.up.get(ldr.broker_id, False):
+            hwm = self.broker.next_hwm(ldr, len(committed))
+            if hwm > len(committed):
+                committed = ldr.log.entries[:hwm]
+        h["committed"] = committed
+
     def project(self, world: World) -> dict[str, Any]:
         return spec_mapping.project(self.config, world)
+
+    def encode_state(self, world: World) -> str:
+        """The default's bytes, from spec_mapping.StateEncoder's caches."""
+        return self._encoder.encode(world)
 
     def message_value(self, env: Envelope) -> Any:
         return spec_mapping.message_value(env)
@@ -188,5 +469,3 @@ class ELRAdapter(ProtocolAdapter):
 
     def monitor(self) -> Monitor:
         return ElrMonitor(self.config)
-
-

@@ -1,7 +1,9 @@
 """A broker hosting a replica of the partition, as a pure state machine: it registers with the
 controller (PreviousBrokerEpoch from the CleanShutdownFile), heartbeats, leads (produce, fetch
 serving, ISR shrink / expand with AlterPartition, the HWM rule, acks) or follows (fetch,
-truncate on divergence), flushes its log, and shuts down cleanly.
+truncate on divergence), checkpoints its HWM, and shuts down cleanly.  The log is fsynced at a
+clean shutdown and by the log recovery at start (Kafka's default: no periodic fsync), so a
+power loss loses what was written since.
 
 KIP-966 "Broker behaviors": "Both the follower and the leader don't have any new behavior to
 handle ELR. They still refer to ISR for decision making."  The new broker-side rules are the HWM
@@ -18,7 +20,8 @@ from refimpl.sim.protocol import Envelope, Persist, SetTimer, Transition
 from . import bug_names as B
 from . import rules
 from .log import ReplicaLog
-from .messages import (AlterPartitionRequest, AlterPartitionResponse, BrokerHeartbeatRequest,
+from .messages import (ACKS_ALL_OR_ONE, AlterPartitionRequest, AlterPartitionResponse,
+                       BrokerHeartbeatRequest,
                        BrokerHeartbeatResponse, BrokerRegistrationRequest,
                        BrokerRegistrationResponse, FetchRequest, FetchResponse,
                        GetReplicaLogInfoRequest, GetReplicaLogInfoResponse, PartitionMetadata,
@@ -26,12 +29,12 @@ from .messages import (AlterPartitionRequest, AlterPartitionResponse, BrokerHear
 from .types import NO_EPOCH, ElrConfig, LogEntry
 
 __all__ = ["FollowerProgress", "PendingAck", "BrokerState", "Broker",
-           "HEARTBEAT_TIMER", "FETCH_TIMER", "ISR_TIMER", "FLUSH_TIMER"]
+           "HEARTBEAT_TIMER", "FETCH_TIMER", "ISR_TIMER", "HWM_CHECKPOINT_TIMER"]
 
 HEARTBEAT_TIMER = "heartbeat"
 FETCH_TIMER = "fetch"
 ISR_TIMER = "isr-check"
-FLUSH_TIMER = "flush"
+HWM_CHECKPOINT_TIMER = "hwm-checkpoint"
 
 
 @dataclass(frozen=True)
@@ -105,17 +108,18 @@ class Broker:
         return (SetTimer(HEARTBEAT_TIMER, 1, c.heartbeat_ms // 2),
                 SetTimer(FETCH_TIMER, c.fetch_ms, c.fetch_ms // 2),
                 SetTimer(ISR_TIMER, c.isr_check_ms, c.isr_check_ms // 2),
-                SetTimer(FLUSH_TIMER, c.flush_ms, c.flush_ms))
+                SetTimer(HWM_CHECKPOINT_TIMER, c.hwm_checkpoint_ms, c.hwm_checkpoint_ms))
 
     def initial(self, b: str) -> BrokerState:
         return BrokerState(broker_id=b, incarnation=0, previous_broker_epoch=NO_EPOCH)
 
     def restart(self, b: str, disk: dict, now_ms: int) -> Transition:
-        """Start from the disk: the log as it survived, the HWM checkpoint, and the
+        """Start from the disk: the log as it survived (the log recovery validates it and
+        flushes it: spec RestartBroker's flushed' = k), the HWM checkpoint, and the
         CleanShutdownFile's broker epoch (KIP-966 "Detection of an unclean shutdown" 2), which
         is then removed ("the CleanShutdownFile is removed after the log manager is
-        initialized")."""
-        log = disk.get("log", ReplicaLog())
+        initialized").  The registration request follows (`registration_request`)."""
+        log = disk.get("log", ReplicaLog()).flush()
         prev = disk.get("clean_shutdown")
         inc = disk.get("incarnation", 0) + 1
         s = BrokerState(broker_id=b, incarnation=inc,
@@ -124,23 +128,50 @@ class Broker:
                         unclean_shutdowns=disk.get("ghost_unclean_shutdowns", 0))
         return Transition(state=s, action="BrokerStart",
                           params={"broker": b, "previousBrokerEpoch": s.previous_broker_epoch},
-                          persist=(Persist("clean_shutdown", None), Persist("incarnation", inc)),
+                          persist=(Persist("clean_shutdown", None), Persist("incarnation", inc),
+                                   Persist("log", log)),
                           timers=self.timers())
+
+    def registration_request(self, s: BrokerState) -> Envelope:
+        """KIP-966 "Detection of an unclean shutdown" 2: register with the previous broker
+        epoch read from the CleanShutdownFile."""
+        return self._env(s, self.config.controller,
+                         BrokerRegistrationRequest(s.broker_id, s.previous_broker_epoch,
+                                                   s.incarnation))
+
+    def fetch_request(self, s: BrokerState) -> Envelope | None:
+        """The follower's next Fetch to the leader it knows (None: it knows no other leader)."""
+        md = s.metadata
+        if md is None or s.is_leader or md.leader not in self.config.brokers:
+            return None
+        return self._env(s, md.leader, FetchRequest(s.broker_id, s.broker_epoch,
+                                                    md.leader_epoch, s.log.end_offset,
+                                                    s.log.last_epoch))
 
     # ---- helpers ----------------------------------------------------------------------
     def _env(self, s: BrokerState, dst: str, payload) -> Envelope:
         return Envelope(s.broker_id, dst, payload)
+
+    @staticmethod
+    def log_end_offsets(s: BrokerState) -> dict[str, int]:
+        """The leader's log end offset and what it knows of its followers'."""
+        leos = {r: p.log_end_offset for r, p in s.followers}
+        leos[s.broker_id] = s.log.end_offset
+        return leos
+
+    def next_hwm(self, s: BrokerState, hwm: int) -> int:
+        """The leader's HWM rule (rules.next_high_watermark) from `hwm`, over what it knows."""
+        return rules.next_high_watermark(
+            hwm, self.log_end_offsets(s), s.committed_isr, s.maximal_isr, s.metadata.min_isr,
+            bug_use_maximal_isr=bug_enabled(self.bug, B.HWM_ON_MAXIMAL_ISR))
 
     def _leader_update(self, s: BrokerState,
                        now_ms: int) -> tuple[BrokerState, tuple[Envelope, ...]]:
         """Recompute the HWM (rules.next_high_watermark) and answer the acks=all requests it
         satisfies (rules.acks_all_satisfied)."""
         md = s.metadata
-        leos = {r: p.log_end_offset for r, p in s.followers}
-        leos[s.broker_id] = s.log.end_offset
-        hwm = rules.next_high_watermark(
-            s.hwm, leos, s.committed_isr, s.maximal_isr, md.min_isr,
-            bug_use_maximal_isr=bug_enabled(self.bug, B.HWM_ON_MAXIMAL_ISR))
+        leos = self.log_end_offsets(s)
+        hwm = self.next_hwm(s, s.hwm)
         s = replace(s, hwm=hwm)
         done, keep = [], []
         ack_check = not bug_enabled(self.bug, B.ACK_BELOW_MIN_ISR)
@@ -166,9 +197,7 @@ class Broker:
         if md is None or md.broker_epoch != s.broker_epoch or not s.registered:
             return s, ()
         old = s.metadata
-        if old is not None and md.partition_epoch < old.partition_epoch:
-            return s, ()
-        if old is not None and md == old:
+        if old is not None and md.version <= old.version:
             return s, ()
         sends: tuple[Envelope, ...] = ()
         new_epoch = old is None or old.leader_epoch != md.leader_epoch or old.leader != md.leader
@@ -181,6 +210,11 @@ class Broker:
         if old is not None and md.partition_epoch != old.partition_epoch:
             # The AlterPartition in flight was based on an older partition epoch: it is either
             # committed now or will be rejected; the leader proposes again from the new ISR.
+            s = replace(s, pending_isr=None)
+        if s.pending_isr is not None and old is not None and any(
+                md.live(r) != old.live(r) for r in s.pending_isr - old.isr):
+            # A replica it proposed to add was fenced (or re-registered): the controller will
+            # reject the request (its epochs no longer match), so the proposal is dropped.
             s = replace(s, pending_isr=None)
         s = replace(s, metadata=md)
         if s.is_leader:
@@ -216,8 +250,10 @@ class Broker:
         if s.registered or msg.incarnation != s.incarnation:
             return None
         s = replace(s, broker_epoch=msg.broker_epoch)
+        s, sends = self._apply_metadata(s, msg.metadata, now_ms)
         return Transition(state=s, action="BrokerRegistered",
-                          params={"broker": s.broker_id, "brokerEpoch": msg.broker_epoch})
+                          params={"broker": s.broker_id, "brokerEpoch": msg.broker_epoch},
+                          sends=sends)
 
     def on_heartbeat_timer(self, s: BrokerState, now_ms: int) -> Transition:
         c = self.config
@@ -231,27 +267,31 @@ class Broker:
         return Transition(state=s, action="SendBrokerHeartbeat", params={"broker": s.broker_id},
                           timers=t, sends=(self._env(s, c.controller, req),))
 
-    def on_flush_timer(self, s: BrokerState, now_ms: int) -> Transition:
-        """The periodic log flush (fsync) and HWM checkpoint."""
-        t = (SetTimer(FLUSH_TIMER, self.config.flush_ms, self.config.flush_ms),)
-        s2 = replace(s, log=s.log.flush())
-        return Transition(state=s2, action="FlushLog", params={"broker": s.broker_id},
-                          persist=(Persist("log", s2.log), Persist("hwm", s2.hwm)), timers=t)
+    def on_hwm_checkpoint_timer(self, s: BrokerState, now_ms: int) -> Transition:
+        """The periodic HWM checkpoint (replica.high.watermark.checkpoint.interval.ms).  The
+        log itself is not fsynced periodically (Kafka's default flush settings)."""
+        c = self.config
+        t = (SetTimer(HWM_CHECKPOINT_TIMER, c.hwm_checkpoint_ms, c.hwm_checkpoint_ms),)
+        return Transition(state=s, action="CheckpointHighWatermark",
+                          params={"broker": s.broker_id}, persist=(Persist("hwm", s.hwm),),
+                          timers=t)
 
     def on_fetch_timer(self, s: BrokerState, now_ms: int) -> Transition:
         t = (SetTimer(FETCH_TIMER, self.config.fetch_ms, self.config.fetch_ms // 2),)
-        md = s.metadata
-        if md is None or s.is_leader or md.leader not in self.config.brokers:
+        req = self.fetch_request(s)
+        if req is None:
             return Transition(state=s, action="FetchIdle", params={"broker": s.broker_id}, timers=t)
-        req = FetchRequest(s.broker_id, s.broker_epoch, md.leader_epoch, s.log.end_offset,
-                           s.log.last_epoch)
         return Transition(state=s, action="SendFetch", params={"broker": s.broker_id},
-                          timers=t, sends=(self._env(s, md.leader, req),))
+                          timers=t, sends=(req,))
 
     def on_isr_timer(self, s: BrokerState, now_ms: int) -> Transition:
-        """The leader shrinks the ISR of followers that have not caught up within
-        replica.lag.time.max.ms (KIP-966 "ISR invariants": the lagging replica is removed), and
-        re-sends an unanswered AlterPartition."""
+        """The leader shrinks the ISR of a follower that has not caught up with its log end
+        within replica.lag.time.max.ms (KIP-966 "ISR invariants": the lagging replica is
+        removed; Kafka's isCaughtUp: a follower at the leader's log end offset is in sync), one
+        follower per AlterPartition as spec `ShrinkIsr`; and it re-sends an unanswered
+        AlterPartition.  A follower that has not fetched from this leader yet counts as lagging
+        only once the leader has appended in its epoch (before that its log may equal the
+        leader's)."""
         c = self.config
         t = (SetTimer(ISR_TIMER, c.isr_check_ms, c.isr_check_ms // 2),)
         if not s.is_leader:
@@ -262,28 +302,40 @@ class Broker:
                               params={"broker": s.broker_id, "isr": s.pending_isr}, timers=t,
                               sends=(self._alter(s, s.pending_isr),))
         prog = s.progress()
-        lagging = frozenset(
-            r for r in md.isr if r != s.broker_id and
-            now_ms - (prog[r].last_caught_up_ms if r in prog else s.leader_since_ms) > c.replica_lag_ms)
-        if not lagging:
+        leo = s.log.end_offset
+
+        def lagging(r: str) -> bool:
+            p = prog.get(r)
+            if p is None:
+                return leo > s.leader_epoch_start_offset and \
+                    now_ms - s.leader_since_ms > c.replica_lag_ms
+            return p.log_end_offset < leo and now_ms - p.last_caught_up_ms > c.replica_lag_ms
+        out = next((r for r in c.brokers if r in md.isr and r != s.broker_id and lagging(r)), None)
+        if out is None:
             return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
-        new_isr = md.isr - lagging
+        new_isr = md.isr - {out}
         s2 = replace(s, pending_isr=new_isr)
         return Transition(state=s2, action="ShrinkIsr",
-                          params={"broker": s.broker_id, "isr": new_isr}, timers=t,
-                          sends=(self._alter(s2, new_isr),))
+                          params={"broker": s.broker_id, "follower": out, "isr": new_isr},
+                          timers=t, sends=(self._alter(s2, new_isr),))
+
+    @staticmethod
+    def _added(md: PartitionMetadata, isr: frozenset[str]) -> frozenset[tuple[str, int, int]]:
+        """The replicas `isr` adds to the committed ISR, with their epochs (KIP-903)."""
+        return frozenset(md.live(r) for r in isr - md.isr if md.live(r) is not None)
 
     def _alter(self, s: BrokerState, isr: frozenset[str]) -> Envelope:
         md = s.metadata
         return self._env(s, self.config.controller,
                          AlterPartitionRequest(s.broker_id, s.broker_epoch, md.leader_epoch,
-                                               md.partition_epoch, isr))
+                                               md.partition_epoch, isr, self._added(md, isr)))
 
     def on_alter_partition_response(self, s: BrokerState, msg: AlterPartitionResponse,
                                     now_ms: int) -> Transition | None:
         md = s.metadata
         if s.pending_isr is None or md is None or msg.request_isr != s.pending_isr or \
-                msg.request_partition_epoch != md.partition_epoch:
+                msg.request_partition_epoch != md.partition_epoch or \
+                msg.request_added != self._added(md, s.pending_isr):
             return None                   # not the answer to the request in flight
         s2 = replace(s, pending_isr=None)
         s2, sends = self._apply_metadata(s2, msg.metadata, now_ms)
@@ -295,9 +347,9 @@ class Broker:
 
     def on_fetch(self, s: BrokerState, src: str, req: FetchRequest,
                  now_ms: int) -> Transition | None:
-        """The leader serves a follower's fetch: divergence check, follower progress, ISR
-        expansion (a follower caught up to the HWM is proposed for the ISR: the maximal ISR
-        grows at once, the committed ISR when the controller answers), HWM, acks."""
+        """The leader serves a follower's fetch: divergence check, follower progress, HWM,
+        acks, then ISR expansion (a follower caught up with the leader is proposed for the ISR:
+        the maximal ISR grows at once, the committed ISR when the controller answers)."""
         if not s.is_leader or req.replica_id == s.broker_id or \
                 req.replica_id not in self.config.brokers:
             return None
@@ -320,22 +372,29 @@ class Broker:
             else s.leader_since_ms)
         prog[req.replica_id] = FollowerProgress(req.replica_broker_epoch, req.fetch_offset, last)
         s = replace(s, followers=tuple(sorted(prog.items())))
-        sends: tuple[Envelope, ...] = ()
-        if (req.replica_id not in s.maximal_isr and s.pending_isr is None
-                and req.fetch_offset >= max(s.hwm, s.leader_epoch_start_offset)):
-            # In sync: caught up to the HWM and to the start of this leader epoch (Kafka's
-            # isFollowerInSync), so it has every record the leader had when elected.
-            new_isr = md.isr | {req.replica_id}
-            s = replace(s, pending_isr=new_isr)
-            sends += (self._alter(s, new_isr),)
         s, acks = self._leader_update(s, now_ms)
         entries = s.log.entries[req.fetch_offset:]
         resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, entries, s.hwm)
-        return Transition(state=s, action="HandleFetch",
-                          params={"broker": s.broker_id, "follower": req.replica_id,
-                                  "fetchOffset": req.fetch_offset,
-                                  "proposeExpand": bool(sends)},
-                          sends=(self._env(s, src, resp),) + sends + acks)
+        t = Transition(state=s, action="HandleFetch",
+                       params={"broker": s.broker_id, "follower": req.replica_id,
+                               "fetchOffset": req.fetch_offset},
+                       sends=(self._env(s, src, resp),) + acks)
+        live = md.live(req.replica_id)
+        if (req.replica_id in s.maximal_isr or s.pending_isr is not None or not caught_up
+                or live is None or live[1] != req.replica_broker_epoch
+                or req.fetch_offset < max(s.hwm, s.leader_epoch_start_offset)):
+            return t
+        # In sync: caught up with the leader's log end, hence with the HWM and the start of
+        # this leader epoch (Kafka's isFollowerInSync), and unfenced (KIP-841).  The maximal
+        # ISR grows at once, the committed ISR when the controller answers (a step of its own:
+        # spec `ProposeIsrExpand`, after the fetch and its HWM update).
+        new_isr = md.isr | {req.replica_id}
+        s2 = replace(s, pending_isr=new_isr)
+        propose = Transition(state=s2, action="ProposeIsrExpand",
+                             params={"broker": s.broker_id, "follower": req.replica_id,
+                                     "isr": new_isr},
+                             sends=(self._alter(s2, new_isr),))
+        return replace(t, chain=((s.broker_id, propose),))
 
     def on_fetch_response(self, s: BrokerState, src: str, resp: FetchResponse,
                           now_ms: int) -> Transition | None:
@@ -371,8 +430,11 @@ class Broker:
             return Transition(state=s, action="RejectProduce", params={"broker": s.broker_id},
                               sends=(self._env(s, src, ProduceResponse(req.request_id, "NOT_LEADER")),))
         md = s.metadata
-        if req.acks == "all" and len(md.isr) < md.min_isr and \
-                not bug_enabled(self.bug, B.ACK_BELOW_MIN_ISR):
+        check = not bug_enabled(self.bug, B.ACK_BELOW_MIN_ISR)
+        acks = req.acks
+        if acks == ACKS_ALL_OR_ONE:   # spec abstraction A7 (the buggy leader takes acks=all)
+            acks = "all" if len(md.isr) >= md.min_isr or not check else "one"
+        if acks == "all" and len(md.isr) < md.min_isr and check:
             return Transition(state=s, action="RejectProduce", params={"broker": s.broker_id},
                               sends=(self._env(s, src, ProduceResponse(req.request_id,
                                                                        "NOT_ENOUGH_REPLICAS")),))
@@ -382,14 +444,14 @@ class Broker:
         offset = s.log.end_offset
         s = replace(s, log=s.log.append((entry,)))
         sends: tuple[Envelope, ...] = ()
-        if req.acks == "all":
+        if acks == "all":
             s = replace(s, pending_acks=s.pending_acks + (PendingAck(src, req.request_id, offset, entry),))
         else:
             sends += (self._env(s, src, ProduceResponse(req.request_id, "NONE", offset, entry, "one")),)
-        s, acks = self._leader_update(s, now_ms)
+        s, done = self._leader_update(s, now_ms)
         return Transition(state=s, action="Produce",
-                          params={"broker": s.broker_id, "value": req.value, "acks": req.acks},
-                          sends=sends + acks, persist=(Persist("log", s.log),))
+                          params={"broker": s.broker_id, "value": req.value, "acks": acks},
+                          sends=sends + done, persist=(Persist("log", s.log),))
 
     def on_get_log_info(self, s: BrokerState, src: str,
                         req: GetReplicaLogInfoRequest) -> Transition | None:

@@ -11,8 +11,10 @@ so the simulator explores inside the same finite model TLC checks:
     MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxUncleanShutdowns -> the bounds (each one
                                                         disables the refimpl step it guards)
     MaxRestarts                                      -> the simulator's restart limit
-    BugHwmOnMaximalIsr, BugKeepUncleanInElr, BugBalancedFixedReplies = TRUE
-                                                     -> the matching planted bug
+    BugHwmOnMaximalIsr, BugKeepUncleanInElr, BugBalancedFixedReplies = TRUE,
+    BugSkipElrRule = "1"                             -> the matching planted bug (recorded as
+                                                        the run's bug: trace header, trace
+                                                        id, manifest `planted_bug`)
 """
 
 from __future__ import annotations
@@ -77,8 +79,18 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
             if bounds.bool(const, False):
                 if planted is None:
                     raise ValueError(f"{bounds.path}: {const} = TRUE has no refimpl twin")
-                if bug is None:
-                    bug = planted
+                if bug is not None and bug != planted:
+                    raise ValueError(f"{bounds.path}: {const} = TRUE selects the planted bug "
+                                     f"{planted!r}, not {bug!r}")
+                bug = planted
+        skip = k.get("BugSkipElrRule", "off")
+        if skip != "off":
+            if skip != "1":
+                raise ValueError(f"{bounds.path}: BugSkipElrRule = {skip!r} has no refimpl twin")
+            if bug is not None and bug != B.ELR_NOT_CLEARED:
+                raise ValueError(f"{bounds.path}: BugSkipElrRule = \"1\" selects the planted "
+                                 f"bug {B.ELR_NOT_CLEARED!r}, not {bug!r}")
+            bug = B.ELR_NOT_CLEARED
     limits: dict[str, Any] = {}
     if bounds is not None and "MaxRestarts" in bounds.constants:
         limits["max_restarts"] = bounds.int("MaxRestarts")   # enforced by the simulator

@@ -34,7 +34,6 @@ class RecoveryState:
     result in a new unclean recovery", KIP-966 "Unclean recovery", failover)."""
 
     leader_epoch: int
-    replies: tuple[rules.LogInfo, ...] = ()
     timed_out: bool = False
 
 
@@ -47,6 +46,12 @@ class ControllerState:
     incarnations: tuple[tuple[str, int], ...] = ()  # last registered incarnation per broker
     recovery: RecoveryState | None = None
     unclean_elections: int = 0                    # leaders chosen by unclean recovery/election
+    # The latest GetReplicaLogInfo reply of each broker (KIP-966 "Unclean recovery").  Kept
+    # across recoveries, as spec/ELR.tla keeps `replies`: only the fresh ones (same broker epoch
+    # and partition leader epoch, from an unfenced broker) count, so an old reply is used only
+    # while it still describes the broker's log.
+    replies: tuple[rules.LogInfo, ...] = ()
+    metadata_version: int = 0                     # bumped by every published change
 
     # ---- views -------------------------------------------------------------------------
     @property
@@ -66,11 +71,34 @@ class ControllerState:
     def unfenced(self) -> frozenset[str]:
         return frozenset(r.broker_id for r in self.registrations if not r.fenced)
 
+    def reply(self, b: str) -> rules.LogInfo | None:
+        return next((r for r in self.replies if r.broker_id == b), None)
+
+    def live_brokers(self) -> frozenset[tuple[str, int, int]]:
+        return frozenset((r.broker_id, r.broker_epoch, r.fence_epoch)
+                         for r in self.registrations if not r.fenced)
+
     def metadata_for(self, b: str) -> PartitionMetadata:
         reg = self.registration(b)
         p = self.partition
         return PartitionMetadata(reg.broker_epoch if reg else -1, p.leader, p.leader_epoch,
-                                 p.partition_epoch, p.isr, self.eff_min_isr)
+                                 p.partition_epoch, p.isr, self.eff_min_isr,
+                                 self.metadata_version, self.live_brokers())
+
+    def published(self) -> tuple:
+        """What the brokers see (a change is published, with a new metadata version)."""
+        return (self.partition, self.eff_min_isr, self.live_brokers())
+
+    def visible(self) -> tuple:
+        """Everything spec/ELR.tla sees of the controller but the replies."""
+        return (self.partition, self.min_isr,
+                tuple((r.broker_id, r.broker_epoch, r.fenced) for r in self.registrations))
+
+
+#: `Controller._elect`'s answer when a leader must be elected but MaxLeaderEpoch is reached:
+#: the step that made the election necessary is not enabled (spec: `ApplyOutcome` requires
+#: leaderEpoch < MaxLeaderEpoch for an election).
+BLOCKED = "ElectionBeyondMaxLeaderEpoch"
 
 
 def _set_registration(s: ControllerState, reg: BrokerRegistration) -> ControllerState:
@@ -82,8 +110,10 @@ def _set_registration(s: ControllerState, reg: BrokerRegistration) -> Controller
 
 class Controller:
     """The handlers.  Each returns one Transition (its `action` names the refimpl step; the
-    spec action it corresponds to is given by spec_mapping.ACTION_MAP) or None when the input
-    is not enabled."""
+    spec action it corresponds to is given by spec_mapping) or None when the input is not
+    enabled.  A handler whose input leads to a second spec action -- the unclean leader
+    election after the step that left the partition leaderless, the unclean recovery's
+    election after the reply that completes it -- returns that part in `Transition.chain`."""
 
     def __init__(self, config: ElrConfig):
         self.config = config
@@ -124,16 +154,17 @@ class Controller:
         saved = disk.get("metadata")
         if saved is None:
             return self.initial()
-        min_isr, partition, regs, incs, unclean = saved
+        min_isr, partition, regs, incs, unclean, version = saved
         regs = tuple(replace(r, last_heartbeat_ms=now_ms) for r in regs)
-        return ControllerState(self.config, min_isr, partition, regs, incs, None, unclean)
+        return ControllerState(self.config, min_isr, partition, regs, incs, None, unclean,
+                               metadata_version=version)
 
     # ---- helpers ----------------------------------------------------------------------
     @staticmethod
     def _persist(s: ControllerState) -> Persist:
         regs = tuple(replace(r, last_heartbeat_ms=0) for r in s.registrations)
         return Persist("metadata", (s.min_isr, s.partition, regs, s.incarnations,
-                                    s.unclean_elections))
+                                    s.unclean_elections, s.metadata_version))
 
     def _publish(self, s: ControllerState) -> tuple[Envelope, ...]:
         """Send the partition's metadata to every registered broker (the metadata log replay)."""
@@ -159,7 +190,7 @@ class Controller:
         reg = s.registration(b)
         if reg is None or reg.fenced:
             return s
-        s = _set_registration(s, replace(reg, fenced=True))
+        s = _set_registration(s, replace(reg, fenced=True, fence_epoch=reg.fence_epoch + 1))
         before = s.partition
         s = self._update_isr(s, before.isr - {b})
         p = s.partition
@@ -175,14 +206,15 @@ class Controller:
     def _elect(self, s: ControllerState) -> tuple[ControllerState, tuple[Envelope, ...], str]:
         """Elect a leader for a leaderless partition in the KIP-966 order ("Unclean recovery":
         rules.clean_candidates, rules.last_known_leader_candidates, rules.recovery_decision);
-        returns the state, the GetReplicaLogInfo requests of a newly started unclean recovery,
-        and the decision taken ("" when the partition already has a leader)."""
+        returns the state, the GetReplicaLogInfo requests of an unclean recovery, and the
+        decision taken ("" when the partition already has a leader, BLOCKED when a clean
+        election is due but MaxLeaderEpoch is reached).  The election itself is
+        rules.elect_outcome (spec `ElectOutcome`)."""
         p = s.partition
         c = self.config
         if p.leader != NO_LEADER:
-            return s, (), ""
-        if c.max_leader_epoch is not None and p.leader_epoch >= c.max_leader_epoch:
-            return s, (), "WaitForEpochBound"
+            return replace(s, recovery=None), (), ""
+        at_bound = c.max_leader_epoch is not None and p.leader_epoch >= c.max_leader_epoch
         eligible = s.unfenced
         clean = rules.clean_candidates(
             p.isr, p.elr, eligible, c.elr_enabled,
@@ -194,58 +226,91 @@ class Controller:
                                                        c.elr_enabled)
             kind = "LastKnownLeaderElection"
         if clean:
-            leader = self._first(clean)
+            if at_bound:
+                return s, (), BLOCKED
             # "The replica gets unfenced. If the replica is an ELR member and ISR is empty, this
             # replica will be elected as leader, added to ISR, and removed from ELR."
             # "Other behaviors" 7c: the LastKnownLeader is cleaned when a new leader is elected.
-            if leader not in p.isr:
-                s = self._update_isr(s, p.isr | {leader})
-                p = s.partition
-            p = p.with_(leader=leader, leader_epoch=p.leader_epoch + 1,
-                        partition_epoch=p.partition_epoch + 1, last_known_leader=NO_LEADER)
-            return replace(s, partition=p, recovery=None), (), kind
+            return replace(s, partition=self._elected(p, self._first(clean)), recovery=None), \
+                (), kind
         d = rules.recovery_decision(c.strategy, c.manager_enabled, c.elr_enabled, p.isr, p.elr,
-                                    p.last_known_elr, eligible)
+                                    p.last_known_elr, eligible,
+                                    bug_enabled(self.bug, B.BALANCED_FIXED_REPLIES))
         if d == "UncleanElection":
             live = frozenset(p.replicas) & eligible
-            if not live:
-                return s, (), d
+            if not live or at_bound:
+                return replace(s, recovery=None), (), "WaitFor" + d
             # The pre-KIP unclean leader election ("Delivery plan": "randomly choosing an
             # unfenced replica"; here the first in replica order, to stay deterministic).
-            leader = self._first(live)
-            p = p.with_(leader=leader, leader_epoch=p.leader_epoch + 1, isr=frozenset({leader}),
-                        elr=frozenset(), last_known_elr=frozenset(),
-                        partition_epoch=p.partition_epoch + 1, last_known_leader=NO_LEADER)
-            return replace(s, partition=p, unclean_elections=s.unclean_elections + 1), (), d
-        if d == "UncleanRecovery" and s.recovery is None:
-            # KIP-966 "Unclean recovery": query the replicas with GetReplicaLogInfo.
+            s = replace(s, partition=self._elected(p, self._first(live)), recovery=None,
+                        unclean_elections=s.unclean_elections + 1)
+            return s, (), d
+        if d != "UncleanRecovery":
+            return replace(s, recovery=None), (), d
+        # KIP-966 "Unclean recovery": query the replicas with GetReplicaLogInfo -- every
+        # unfenced replica without a fresh reply, when the recovery starts and at every later
+        # step (a replica unfenced or restarted meanwhile).
+        if s.recovery is None or s.recovery.leader_epoch != p.leader_epoch:
             s = replace(s, recovery=RecoveryState(p.leader_epoch))
-            req = GetReplicaLogInfoRequest(p.leader_epoch)
-            sends = tuple(Envelope(c.controller, b, req) for b in p.replicas if b in eligible)
-            return s, sends, d
-        return s, (), d
+        req = GetReplicaLogInfoRequest(p.leader_epoch)
+        sends = tuple(Envelope(c.controller, b, req) for b in p.replicas
+                      if b in eligible and not self._has_valid_reply(s, b))
+        return s, sends, d
+
+    def _elected(self, p: PartitionState, leader: str) -> PartitionState:
+        u = rules.elect_outcome(p.isr, p.elr, p.last_known_elr, leader)
+        return p.with_(leader=leader, leader_epoch=p.leader_epoch + 1, isr=u.isr, elr=u.elr,
+                       last_known_elr=u.last_known_elr, last_known_leader=NO_LEADER,
+                       partition_epoch=p.partition_epoch + 1)
 
     def _first(self, candidates: frozenset[str]) -> str:
         """The first candidate in replica (preferred-leader) order."""
         return next(r for r in self.config.brokers if r in candidates)
 
-    def _finish(self, s0: ControllerState, s: ControllerState, action: str, params: dict,
-                reply: tuple[Envelope, ...] = (), timers: tuple = ()) -> Transition:
-        """Elect if needed, then build the transition: persist and publish when the committed
-        metadata changed."""
-        s, rec_sends, kind = self._elect(s)
+    def _has_valid_reply(self, s: ControllerState, b: str) -> bool:
+        r = s.reply(b)
+        return r is not None and self._reply_valid(s, r)
+
+    def _commit(self, s0: ControllerState, s: ControllerState, action: str, params: dict,
+                reply=(), timers: tuple = (), sends: tuple[Envelope, ...] = ()) -> Transition:
+        """One step's transition: persist and publish (with a new metadata version) when the
+        committed metadata changed.  `reply`: the envelopes answering the request, or a
+        function of the new state giving them."""
+        if s.published() != s0.published():
+            s = replace(s, metadata_version=s0.metadata_version + 1)
+        changed = (s.partition, s.min_isr, s.registrations, s.incarnations,
+                   s.metadata_version) != (s0.partition, s0.min_isr, s0.registrations,
+                                           s0.incarnations, s0.metadata_version)
+        persist = (self._persist(s),) if changed else ()
+        publish = self._publish(s) if s.metadata_version != s0.metadata_version else ()
+        if callable(reply):
+            reply = reply(s)
         if s.recovery is not None and s0.recovery is None:
             # unclean.recovery.timeout.ms starts with the recovery
             timers = timers + (SetTimer(RECOVERY_TIMER, self.config.recovery_timeout_ms),)
+        return Transition(state=s, action=action, params=params,
+                          sends=tuple(reply) + publish + sends, persist=persist, timers=timers)
+
+    def _finish(self, s0: ControllerState, s: ControllerState, action: str, params: dict,
+                reply=(), timers: tuple = ()) -> Transition | None:
+        """Elect if needed, then build the transition.  An unclean leader election is a spec
+        action of its own (`UncleanLeaderElection`): it follows the step as a chained part.
+        None when a clean election is due beyond MaxLeaderEpoch and this step changed what the
+        spec sees (the spec's action is then not enabled)."""
+        before = s
+        s, rec_sends, kind = self._elect(s)
+        if kind == BLOCKED:
+            if before.visible() != s0.visible():
+                return None
+            kind = ""
         if kind:
             params = dict(params, election=kind)
-        changed = (s.partition, s.min_isr, s.registrations, s.incarnations) != \
-                  (s0.partition, s0.min_isr, s0.registrations, s0.incarnations)
-        persist = (self._persist(s),) if changed else ()
-        publish = self._publish(s) if (s.partition != s0.partition or s.min_isr != s0.min_isr) else ()
-        return Transition(state=s, action=action, params=params,
-                          sends=reply + publish + rec_sends,
-                          persist=persist, timers=timers)
+        if kind != "UncleanElection":
+            return self._commit(s0, s, action, params, reply, timers, rec_sends)
+        head = self._commit(s0, before, action, params, reply, timers)
+        part = self._commit(head.state, replace(s, metadata_version=head.state.metadata_version),
+                            "UncleanLeaderElect", {"leader": s.partition.leader})
+        return replace(head, chain=((self.config.controller, part),))
 
     # ---- inputs -------------------------------------------------------------------------
     def on_message(self, s: ControllerState, src: str, msg, now_ms: int) -> Transition | None:
@@ -265,8 +330,10 @@ class Controller:
                         now_ms: int) -> Transition | None:
         """KIP-966 "Detection of an unclean shutdown" 3 and "Controller behaviors" 4: verify the
         PreviousBrokerEpoch against the registration record; on an unclean shutdown remove the
-        broker from ISR and ELR before persisting the registration.  A new registration is
-        fenced (it is unfenced by its first heartbeat)."""
+        broker from ISR and ELR before persisting the registration.  The new incarnation is
+        registered unfenced: it has caught up with the metadata at once (spec/ELR.tla
+        abstractions A1 and A8; Kafka unfences it at its first heartbeat after catching up),
+        and a leaderless partition runs its election."""
         b = req.broker_id
         if b not in self.config.brokers:
             return None
@@ -277,7 +344,8 @@ class Controller:
         old = s.registration(b)
         if req.incarnation == known_inc and old is not None:
             # A duplicate of the accepted registration: answer it again, change nothing.
-            resp = BrokerRegistrationResponse(b, req.incarnation, old.broker_epoch)
+            resp = BrokerRegistrationResponse(b, req.incarnation, old.broker_epoch,
+                                              s.metadata_for(b))
             return Transition(state=s, action="HandleBrokerRegistration",
                               params={"broker": b, "duplicate": True},
                               sends=(Envelope(c, b, resp),))
@@ -303,18 +371,21 @@ class Controller:
             if np != p:
                 np = np.with_(partition_epoch=p.partition_epoch + 1)
             s = replace(s, partition=np)
-        # The previous registration (if unfenced) is fenced first: a re-registered broker
-        # starts fenced.
+        # The previous incarnation (if still unfenced) is fenced first.
         s = self._fence(s, b)
+        prev = s.registration(b)
         epoch = (old.broker_epoch if old else 0) + 1   # the broker's next epoch
-        s = _set_registration(s, BrokerRegistration(b, epoch, True, now_ms))
+        s = _set_registration(s, BrokerRegistration(b, epoch, False, now_ms,
+                                                    prev.fence_epoch if prev else 0))
         incs = dict(s.incarnations)
         incs[b] = req.incarnation
         s = replace(s, incarnations=tuple((x, incs[x]) for x in self.config.brokers if x in incs))
-        resp = BrokerRegistrationResponse(b, req.incarnation, epoch)
+
+        def reply(st: ControllerState) -> tuple[Envelope, ...]:
+            return (Envelope(c, b, BrokerRegistrationResponse(b, req.incarnation, epoch,
+                                                              st.metadata_for(b))),)
         return self._finish(s0, s, "HandleBrokerRegistration",
-                            {"broker": b, "clean": clean, "brokerEpoch": epoch},
-                            reply=(Envelope(c, b, resp),))
+                            {"broker": b, "clean": clean, "brokerEpoch": epoch}, reply=reply)
 
     def on_heartbeat(self, s: ControllerState, req: BrokerHeartbeatRequest,
                      now_ms: int) -> Transition | None:
@@ -326,42 +397,40 @@ class Controller:
         if reg is None or reg.broker_epoch != req.broker_epoch:
             return None
         s0 = s
+        c = self.config.controller
         if req.want_shutdown:
-            s = self._fence(s, b)
-            return self._finish(s0, s, "ControlledShutdown", {"broker": b})
+            return self._finish(s0, self._fence(s, b), "ControlledShutdown", {"broker": b})
         s = _set_registration(s, replace(reg, last_heartbeat_ms=now_ms, fenced=False))
         action = "UnfenceBroker" if reg.fenced else "HandleBrokerHeartbeat"
-        t = self._finish(s0, s, action, {"broker": b})
-        c = self.config.controller
-        resp = BrokerHeartbeatResponse(reg.broker_epoch, False, t.state.metadata_for(b))
-        sends = (Envelope(c, b, resp),) + t.sends
-        rec = t.state.recovery
-        if rec is not None and not any(r.broker_id == b and self._reply_valid(t.state, r)
-                                       for r in rec.replies) \
-                and not any(e.dst == b and isinstance(e.payload, GetReplicaLogInfoRequest)
-                            for e in sends):
-            # An unclean recovery in progress asks every unfenced replica that has not given a
-            # current reply (a broker unfenced after the recovery started, a lost request).
-            sends += (Envelope(c, b, GetReplicaLogInfoRequest(t.state.partition.leader_epoch)),)
-        return replace(t, sends=sends)
+
+        def reply(st: ControllerState) -> tuple[Envelope, ...]:
+            return (Envelope(c, b, BrokerHeartbeatResponse(reg.broker_epoch, False,
+                                                           st.metadata_for(b))),)
+        return self._finish(s0, s, action, {"broker": b}, reply=reply)
 
     def on_session_timer(self, s: ControllerState, now_ms: int) -> Transition:
-        """Fence every unfenced broker whose session expired (no heartbeat for
-        session_timeout_ms): KIP-966 "Controller behaviors" 2."""
-        s0 = s
+        """Fence a broker whose session expired (no heartbeat for session_timeout_ms): KIP-966
+        "Controller behaviors" 2.  One broker per step, as spec `FenceBroker`; the check runs
+        again at once while other sessions are expired.  A fence that needs an election beyond
+        MaxLeaderEpoch is not taken."""
+        cfg = self.config
         expired = [r.broker_id for r in s.registrations
-                   if not r.fenced and now_ms - r.last_heartbeat_ms > self.config.session_timeout_ms]
-        for b in expired:
-            s = self._fence(s, b)
-        timers = (SetTimer(SESSION_TIMER, self.config.session_check_ms),)
-        action = "FenceBroker" if expired else "SessionCheck"
-        return self._finish(s0, s, action, {"brokers": tuple(expired)}, timers=timers)
+                   if not r.fenced and now_ms - r.last_heartbeat_ms > cfg.session_timeout_ms]
+        for i, b in enumerate(expired):
+            again = len(expired) > i + 1
+            timers = (SetTimer(SESSION_TIMER, 0 if again else cfg.session_check_ms),)
+            t = self._finish(s, self._fence(s, b), "FenceBroker", {"broker": b}, timers=timers)
+            if t is not None:
+                return t
+        return Transition(state=s, action="SessionCheck", params={},
+                          timers=(SetTimer(SESSION_TIMER, cfg.session_check_ms),))
 
     def on_alter_partition(self, s: ControllerState,
                            req: AlterPartitionRequest) -> Transition | None:
         """KIP-966 "Controller behaviors" 1: "When the controller receives the new ISR, it will
         trigger an ELR update."  The request is validated as in KRaft (broker epoch, leader
-        epoch, partition epoch; only unfenced replicas may be added)."""
+        epoch, partition epoch; only unfenced replicas may be added, with the epochs the leader
+        named)."""
         p = s.partition
         b = req.broker_id
         reg = s.registration(b)
@@ -374,28 +443,44 @@ class Controller:
             err = "NONE" if req.new_isr == p.isr else "INVALID_UPDATE_VERSION"
             if err == "NONE":
                 resp = AlterPartitionResponse("NONE", s.metadata_for(b), req.new_isr,
-                                              req.partition_epoch)
+                                              req.partition_epoch, req.added)
                 return Transition(state=s, action="HandleAlterPartition",
                                   params={"broker": b, "error": "NONE", "duplicate": True},
                                   sends=(Envelope(c, b, resp),))
-        elif b not in req.new_isr or not (req.new_isr - p.isr) <= s.unfenced or \
-                not req.new_isr <= frozenset(p.replicas):
+        elif b not in req.new_isr or not req.new_isr <= frozenset(p.replicas) or \
+                not self._added_eligible(s, req.new_isr - p.isr, req.added):
             err = "INELIGIBLE_REPLICA"
         else:
             err = "NONE"
         if err != "NONE":
             resp = AlterPartitionResponse(err, s.metadata_for(b) if reg else None, req.new_isr,
-                                          req.partition_epoch)
+                                          req.partition_epoch, req.added)
             return Transition(state=s, action="RejectAlterPartition",
                               params={"broker": b, "error": err}, sends=(Envelope(c, b, resp),))
         s0 = s
         s = self._update_isr(s, frozenset(req.new_isr))
         s = replace(s, partition=s.partition.with_(partition_epoch=p.partition_epoch + 1))
-        resp = AlterPartitionResponse("NONE", s.metadata_for(b), req.new_isr, req.partition_epoch)
+
+        def reply(st: ControllerState) -> tuple[Envelope, ...]:
+            return (Envelope(c, b, AlterPartitionResponse("NONE", st.metadata_for(b), req.new_isr,
+                                                          req.partition_epoch, req.added)),)
         return self._finish(s0, s, "HandleAlterPartition",
                             {"broker": b, "isr": frozenset(req.new_isr),
-                             "shrink": req.new_isr < p.isr},
-                            reply=(Envelope(c, b, resp),))
+                             "shrink": req.new_isr < p.isr}, reply=reply)
+
+    @staticmethod
+    def _added_eligible(s: ControllerState, added: frozenset[str],
+                        epochs: frozenset[tuple[str, int, int]]) -> bool:
+        """Each replica added to the ISR is unfenced with the broker epoch and fence epoch the
+        leader named (KIP-841, KIP-903; a proposal made before the replica was fenced is void,
+        spec A2)."""
+        named = {x[0]: x for x in epochs}
+        for r in added:
+            reg = s.registration(r)
+            if reg is None or reg.fenced or r not in named or \
+                    named[r] != (r, reg.broker_epoch, reg.fence_epoch):
+                return False
+        return True
 
     def on_alter_min_isr(self, s: ControllerState, req: AlterMinIsrRequest) -> Transition | None:
         """KIP-966 "Other behaviors" 2: a new min.insync.replicas clears the ELR when the new
@@ -407,15 +492,15 @@ class Controller:
         p = s.partition
         if self.config.elr_enabled:
             u = rules.elr_after_min_isr_change(p.isr, p.elr, p.last_known_elr, s.eff_min_isr)
-            p = p.with_(elr=u.elr, last_known_elr=u.last_known_elr)
-        # The partition epoch versions what the brokers see (the min ISR is part of it), so a
-        # delayed older push cannot bring back the old min ISR.
-        s = replace(s, partition=p.with_(partition_epoch=p.partition_epoch + 1))
+            p2 = p.with_(elr=u.elr, last_known_elr=u.last_known_elr)
+            if p2 != p:   # a PartitionChangeRecord (the min ISR itself is a topic config)
+                s = replace(s, partition=p2.with_(partition_epoch=p.partition_epoch + 1))
         return self._finish(s0, s, "AlterMinIsr", {"minIsr": req.min_isr})
 
     def on_log_info(self, s: ControllerState, resp: GetReplicaLogInfoResponse) -> Transition | None:
         """KIP-966 "Unclean recovery": collect GetReplicaLogInfo replies, fencing stale ones by
-        broker epoch and partition leader epoch, and elect when the strategy allows."""
+        broker epoch and partition leader epoch, and elect when the strategy allows (the
+        election is chained as a step of its own, spec `CompleteUncleanRecovery`)."""
         if s.recovery is None or s.partition.leader != NO_LEADER:
             return None
         info = rules.LogInfo(resp.broker_id, resp.broker_epoch, resp.last_written_leader_epoch,
@@ -423,17 +508,22 @@ class Controller:
         if not self._reply_valid(s, info):
             return Transition(state=s, action="RejectGetReplicaLogInfoResponse",
                               params={"broker": resp.broker_id})
-        rec = s.recovery
-        replies = tuple(r for r in rec.replies if r.broker_id != info.broker_id) + (info,)
-        s = replace(s, recovery=replace(rec, replies=replies))
-        return self._try_recovery_election(s, "HandleGetReplicaLogInfoResponse",
-                                           {"broker": resp.broker_id})
+        order = self.config.brokers
+        replies = {r.broker_id: r for r in s.replies}
+        replies[info.broker_id] = info
+        s = replace(s, replies=tuple(replies[b] for b in order if b in replies))
+        t = Transition(state=s, action="HandleGetReplicaLogInfoResponse",
+                       params={"broker": resp.broker_id})
+        e = self._recovery_election(s)
+        return replace(t, chain=((self.config.controller, e),)) if e is not None else t
 
     def on_recovery_timer(self, s: ControllerState, now_ms: int) -> Transition | None:
         if s.recovery is None or s.recovery.timed_out:
             return None
         s = replace(s, recovery=replace(s.recovery, timed_out=True))
-        return self._try_recovery_election(s, "UncleanRecoveryTimeout", {})
+        e = self._recovery_election(s)
+        return e if e is not None else Transition(state=s, action="UncleanRecoveryTimeout",
+                                                  params={})
 
     @staticmethod
     def _reply_valid(s: ControllerState, r: rules.LogInfo) -> bool:
@@ -442,23 +532,25 @@ class Controller:
         return reg is not None and not reg.fenced and rules.reply_is_fresh(
             r, reg.broker_epoch, s.partition.leader_epoch)
 
-    def _try_recovery_election(self, s: ControllerState, action: str, params: dict) -> Transition:
+    def _recovery_election(self, s: ControllerState) -> Transition | None:
+        """The unclean recovery's election, once the strategy (rules.recovery_can_elect) and
+        the timing (rules.recovery_timing_allows) allow it and MaxLeaderEpoch is not reached:
+        the best replier (rules.best_repliers) becomes leader (rules.elect_outcome)."""
         rec = s.recovery
         p = s.partition
-        valid = tuple(r for r in rec.replies if self._reply_valid(s, r))
+        c = self.config
+        if c.max_leader_epoch is not None and p.leader_epoch >= c.max_leader_epoch:
+            return None
+        valid = tuple(r for r in s.replies if self._reply_valid(s, r))
         replied = frozenset(r.broker_id for r in valid)
         fixed = s.eff_min_isr if bug_enabled(self.bug, B.BALANCED_FIXED_REPLIES) else None
         unfenced_replicas = s.unfenced & frozenset(p.replicas)
-        can = rules.recovery_can_elect(self.config.strategy, p.last_known_elr, replied, fixed)
+        can = rules.recovery_can_elect(c.strategy, p.last_known_elr, replied, fixed)
         timing = fixed is not None or rules.recovery_timing_allows(replied, unfenced_replicas,
                                                                     rec.timed_out)
         if not (can and timing):
-            return Transition(state=s, action=action, params=params)
+            return None
         leader = self._first(rules.best_repliers(valid))
-        s0 = s
-        # The recovered leader starts a fresh ISR; the ELR no longer bounds the HWM.
-        np = p.with_(leader=leader, leader_epoch=p.leader_epoch + 1, isr=frozenset({leader}),
-                     elr=frozenset(), last_known_elr=frozenset(), last_known_leader=NO_LEADER,
-                     partition_epoch=p.partition_epoch + 1)
-        s = replace(s, partition=np, recovery=None, unclean_elections=s.unclean_elections + 1)
-        return self._finish(s0, s, "UncleanRecoveryElect", dict(params, leader=leader))
+        s2 = replace(s, partition=self._elected(p, leader), recovery=None,
+                     unclean_elections=s.unclean_elections + 1)
+        return self._finish(s, s2, "UncleanRecoveryElect", {"leader": leader})

@@ -23,7 +23,13 @@ __all__ = [
     "FetchRequest", "FetchResponse",
     "ProduceRequest", "ProduceResponse",
     "AlterMinIsrRequest",
+    "ACKS_ALL_OR_ONE",
 ]
+
+#: ProduceRequest.acks of a producer following spec/ELR.tla's abstraction A7: acks=all when
+#: the leader's ISR has min ISR members, acks=1 otherwise (the producer's fallback to acks=1
+#: after NOT_ENOUGH_REPLICAS, folded into one request).
+ACKS_ALL_OR_ONE = "all-or-one"
 
 
 @dataclass(frozen=True)
@@ -38,6 +44,7 @@ class BrokerRegistrationResponse:
     broker_id: str
     incarnation: int
     broker_epoch: int
+    metadata: "PartitionMetadata | None" = None   # the metadata the new incarnation starts from
 
 
 @dataclass(frozen=True)
@@ -50,7 +57,11 @@ class BrokerHeartbeatRequest:
 @dataclass(frozen=True)
 class PartitionMetadata:
     """The partition's state as published to broker `broker_epoch` (the recipient's epoch, so a
-    restarted broker ignores pushes meant for its previous incarnation)."""
+    restarted broker ignores pushes meant for its previous incarnation).  `version` orders the
+    pushes (Kafka: the metadata log offset), so an older copy (a heartbeat response) never
+    overwrites a newer one.  `live_brokers` are the unfenced brokers as (id, broker epoch,
+    fence epoch): the leader adds only unfenced replicas to the ISR (KIP-841) and names their
+    epochs in the AlterPartition (KIP-903)."""
 
     broker_epoch: int
     leader: str
@@ -58,6 +69,11 @@ class PartitionMetadata:
     partition_epoch: int
     isr: frozenset[str]
     min_isr: int                 # the effective min.insync.replicas
+    version: int = 0
+    live_brokers: frozenset[tuple[str, int, int]] = frozenset()
+
+    def live(self, b: str) -> tuple[str, int, int] | None:
+        return next((x for x in self.live_brokers if x[0] == b), None)
 
 
 @dataclass(frozen=True)
@@ -74,6 +90,8 @@ class AlterPartitionRequest:
     leader_epoch: int
     partition_epoch: int
     new_isr: frozenset[str]
+    # the replicas added to the ISR, as (id, broker epoch, fence epoch) (KIP-903 NewIsrWithEpochs)
+    added: frozenset[tuple[str, int, int]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -83,6 +101,7 @@ class AlterPartitionResponse:
     # which request this answers (Kafka matches responses to requests by correlation id)
     request_isr: frozenset[str] = frozenset()
     request_partition_epoch: int = -1
+    request_added: frozenset[tuple[str, int, int]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -123,7 +142,7 @@ class FetchResponse:
 class ProduceRequest:
     request_id: int
     value: str
-    acks: str                    # "all" or "one"
+    acks: str                    # "all", "one" or ACKS_ALL_OR_ONE
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ __all__ = [
     "next_high_watermark",
     "acks_all_satisfied",
     "clean_candidates",
+    "elect_outcome",
     "last_known_leader_candidates",
     "recovery_decision",
     "LogInfo",
@@ -93,8 +94,10 @@ def elr_update(isr: frozenset[str], elr: frozenset[str], last_known_elr: frozens
     rule 1, else rules 2a-2c; the LastKnownELR is cleaned when the ISR reaches min ISR ("Other
     behaviors" 6a).  `elr_enabled=False` (eligible.leader.replicas.enabled=false) gives the
     pre-KIP behaviour: no ELR, and the ISR never becomes empty.
-    `clear_at_min_isr=False` is the planted bug elr-not-cleared-at-min-isr (rule 1 skipped).
-    Spec: `ElrUpdate(isr, elr, lastKnownElr, proposedIsr, effMinIsr, unclean, elrEnabled)`.
+    `clear_at_min_isr=False` is the planted bug elr-not-cleared-at-min-isr (rule 1 skipped:
+    rule 2 applies whatever the proposed ISR's size, spec skipRule = "1").
+    Spec: `ElrUpdate(isr, elr, lastKnownElr, proposedIsr, effMinIsr, unclean, elrEnabled,
+    skipRule)`.
     """
     proposed_isr = frozenset(proposed_isr)
     if not elr_enabled:
@@ -103,8 +106,6 @@ def elr_update(isr: frozenset[str], elr: frozenset[str], last_known_elr: frozens
     if elr_rule1_applies(proposed_isr, eff_min_isr) and clear_at_min_isr:
         return ElrUpdate(proposed_isr, frozenset(), frozenset())                   # rule 1
     new_elr = elr_after_rule2(isr, elr, proposed_isr, unclean)                     # rule 2
-    if elr_rule1_applies(proposed_isr, eff_min_isr):        # only under the planted bug
-        return ElrUpdate(proposed_isr, new_elr, frozenset())
     return ElrUpdate(proposed_isr, new_elr,
                      last_known_elr_after_rule2(isr, elr, last_known_elr, proposed_isr, new_elr))
 
@@ -177,6 +178,20 @@ def clean_candidates(isr: frozenset[str], elr: frozenset[str], eligible: frozens
     return frozenset()
 
 
+def elect_outcome(isr: frozenset[str], elr: frozenset[str], last_known_elr: frozenset[str],
+                  leader: str) -> ElrUpdate:
+    """The partition after electing `leader`: an ISR member keeps the ISR; an ELR member is
+    "added to ISR, and removed from ELR" (KIP-966 "Controller behaviors" 3); anyone else is an
+    unclean election: ISR = {leader}, the ELR and LastKnownELR are cleaned.  Spec:
+    `ElectOutcome` (the LastKnownLeader is cleaned by every election, "Other behaviors" 7c)."""
+    if leader in isr:
+        return ElrUpdate(frozenset(isr), frozenset(elr), frozenset(last_known_elr))
+    if leader in elr:
+        return ElrUpdate(frozenset({leader}), frozenset(elr) - {leader},
+                         frozenset(last_known_elr))
+    return ElrUpdate(frozenset({leader}), frozenset(), frozenset())
+
+
 def last_known_leader_candidates(isr: frozenset[str], elr: frozenset[str],
                                  last_known_leader: str, eligible: frozenset[str],
                                  strategy: str, manager_enabled: bool,
@@ -192,15 +207,17 @@ def last_known_leader_candidates(isr: frozenset[str], elr: frozenset[str],
 
 def recovery_decision(strategy: str, manager_enabled: bool, elr_enabled: bool,
                       isr: frozenset[str], elr: frozenset[str], last_known_elr: frozenset[str],
-                      eligible: frozenset[str]) -> str:
+                      eligible: frozenset[str], bug_fixed_replies: bool = False) -> str:
     """KIP-966 "Unclean recovery", election order 3-4, for a leaderless partition with no clean
     candidate: 3. fenced ELR members -> Aggressive: unclean recovery, else wait; 4. no ELR ->
     Aggressive: unclean recovery; Balanced: unclean recovery "when all the LastKnownELR are
     unfenced"; None: wait for the user.  Without the recovery manager ("Delivery plan")
     Aggressive is the pre-KIP random unclean election.  Returns "UncleanRecovery",
     "UncleanElection", "WaitForElr", "WaitForLastKnownElr", "WaitForLastKnownLeader",
-    "WaitForIsr" or "WaitForOperator".  Spec: `RecoveryDecision` (its bugFixedReplies is the
-    refimpl's recovery_can_elect `fixed_replies`)."""
+    "WaitForIsr" or "WaitForOperator".  `bug_fixed_replies` is the planted bug
+    balanced-fixed-replies (the KIP's rejected alternative: Balanced does not wait for the
+    LastKnownELR members to be unfenced; recovery_can_elect's `fixed_replies` is its other
+    half).  Spec: `RecoveryDecision`."""
     aggressive = ("UncleanRecovery" if manager_enabled else "UncleanElection")
     if not elr_enabled:
         return "UncleanElection" if strategy == AGGRESSIVE else "WaitForIsr"
@@ -213,7 +230,8 @@ def recovery_decision(strategy: str, manager_enabled: bool, elr_enabled: bool,
     if strategy == BALANCED:                                                       # 4b
         if not manager_enabled:
             return "WaitForLastKnownLeader"
-        return "UncleanRecovery" if last_known_elr <= eligible else "WaitForLastKnownElr"
+        return ("UncleanRecovery" if bug_fixed_replies or last_known_elr <= eligible
+                else "WaitForLastKnownElr")
     return "WaitForOperator"                                                       # 4c
 
 

@@ -24,9 +24,13 @@ __all__ = ["Cluster", "Step"]
 
 @dataclass
 class Step:
+    """A part of a step: `action` is the spec action it starts (None: it continues the one
+    before it, see refimpl/sim/protocol.py "Composite steps"), params["step"] the refimpl
+    step."""
+
     time_ms: int
     node: str | None
-    action: str
+    action: str | None
     params: dict
 
 
@@ -50,30 +54,45 @@ class Cluster:
         self.rng = random.Random(0)
         for node, t in timers:
             self.timers[(node, t.name)] = t.delay_ms
+        self._world = World(self.now, self.states, self.up, self.disks, {},
+                            blocked=self.blocked)
+        self.adapter.bind(self._world)
         self._check("Init", None)
 
     # ---- plumbing ---------------------------------------------------------------------
     @property
     def world(self) -> World:
-        return World(self.now, self.states, self.up, self.disks, {})
+        self._world.now_ms = self.now
+        return self._world
 
     def _check(self, action: str, node: str | None) -> None:
         self.violations += self.monitor.check(self.world, action, node)
 
     def _apply(self, node: str, t: Transition | None) -> bool:
+        """Apply a (possibly composite) transition part by part; the monitor runs after each
+        step (a part with an action starts a step, see refimpl/sim/protocol.py)."""
         if t is None:
             return False
-        self.states[node] = t.state
-        for p in t.persist:
-            self.disks[node][p.key] = p.value
-        for tm in t.timers:
-            if isinstance(tm, SetTimer):
-                self.timers[(node, tm.name)] = self.now + tm.delay_ms
-            elif isinstance(tm, CancelTimer):
-                self.timers.pop((node, tm.name), None)
-        self.queue.extend(t.sends)
-        self.steps.append(Step(self.now, node, t.action, dict(t.params)))
-        self._check(t.action, node)
+        self._world.now_ms = self.now
+        parts = ((node, t),) + tuple(t.chain)
+        step = (t.action, node)
+        for i, (n, p) in enumerate(parts):
+            if i and p.action is not None:
+                step = (p.action, n)
+            self.states[n] = p.state
+            for w in p.persist:
+                self.disks[n][w.key] = w.value
+            for tm in p.timers:
+                if isinstance(tm, SetTimer):
+                    self.timers[(n, tm.name)] = self.now + tm.delay_ms
+                elif isinstance(tm, CancelTimer):
+                    self.timers.pop((n, tm.name), None)
+            self.queue.extend(p.sends)
+            # every part (a continuation part has action None; params["step"] names the
+            # refimpl step)
+            self.steps.append(Step(self.now, n, p.action, dict(p.params)))
+            if (i + 1 == len(parts) or parts[i + 1][1].action is not None) and step[0]:
+                self._check(*step)
         return True
 
     def deliver_all(self, limit: int = 10_000) -> None:
@@ -117,12 +136,21 @@ class Cluster:
         """A crash; with `power_loss` the unflushed log suffix is lost (unclean shutdown)."""
         if power_loss:
             self.disks[node] = self.adapter.unclean_shutdown(node, dict(self.disks[node]), self.rng)
+        else:
+            self.disks[node] = self.adapter.plain_crash(node, self.disks[node])
         self._down(node, "UncleanShutdown")
 
     def clean_shutdown(self, node: str) -> None:
-        self._apply(node, self.adapter.graceful_shutdown(node, self.states[node], self.now))
+        """A clean shutdown and its controlled shutdown at the controller (one step)."""
+        t = self.adapter.graceful_shutdown(node, self.states[node], self.now)
+        if t is None:
+            raise RuntimeError(f"{node} cannot shut down cleanly now")
+        self.up[node] = False
+        self.queue = deque(e for e in self.queue if e.dst != node)
+        for k in [k for k in self.timers if k[0] == node]:
+            del self.timers[k]
+        self._apply(node, t)
         self.deliver_all()
-        self._down(node, "CleanShutdown")
 
     def _down(self, node: str, action: str) -> None:
         self.up[node] = False
@@ -133,9 +161,13 @@ class Cluster:
         self._check(action, node)
 
     def restart(self, node: str) -> None:
+        """A broker's start and registration (one step); the controller's answer included."""
         t = self.adapter.restart(node, self.disks[node], self.now)
+        if t is None:
+            raise RuntimeError(f"{node} cannot start now")
         self.up[node] = True
         self._apply(node, t)
+        self.deliver_all()
 
     # ---- client -------------------------------------------------------------------------
     def produce(self, value: str, acks: str = "all") -> None:

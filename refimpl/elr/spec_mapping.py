@@ -1,28 +1,51 @@
 """The ONE mapping from the reference implementation onto spec/ELR.tla.
 
 * `VARIABLES` / `project(config, world)`: the refimpl state -> the spec's 21 variables.
-* `spec_action(step, params)`: each refimpl step -> the spec action it implements, or
-  "Stutter" for a step that changes no spec variable (a message send, a rejected request...).
+* `spec_action(step, params)`: the spec action a simulator step (led by refimpl step `step`)
+  implements, or "Stutter" for a step that changes no spec variable (a heartbeat, a rejected
+  request, a timer with nothing to do...; such a step is never written to a trace).
+* `boundary(step)`: the refimpl steps that start a spec step of their own inside a composite
+  simulator step (see below).
 * `message_value(env)`: a message as a canonical TLA+ record (trace parameters).
 
-The spec is more abstract than the refimpl (its abstractions A1-A6: instantaneous metadata
+The spec is more abstract than the refimpl (its abstractions A1-A9: instantaneous metadata
 propagation, no partition epoch, a fetch copies the whole log, the surviving part of the
-unflushed log is chosen at restart, one controller).  Where one spec step is carried out by
-several refimpl steps, every part is labelled with that spec action; docs/refimpl-elr.md lists
-these compositions and the remaining gaps.
+unflushed log is chosen at restart, one controller, registration and unfencing in one step,
+the leader knows its followers' logs...).  Where one spec step is carried out by several
+refimpl steps, the ELR adapter runs them in one simulator event, synchronously, and the
+simulator writes one trace line for them (refimpl/elr/adapter.py; docs/refimpl-elr.md lists
+the compositions):
+
+    FollowerFetch    SendFetch, HandleFetch(Diverging), TruncateLog, HandleFetchResponse and
+                     the follower's next fetch (the leader learns its log end: HWM, acks)
+    ShrinkIsr        the leader's ShrinkIsr, the controller's HandleAlterPartition, metadata
+    RestartBroker    BrokerStart (log recovery), HandleBrokerRegistration (unfenced at once),
+                     BrokerRegistered, metadata
+    CleanShutdown    the broker's CleanShutdown, the controller's ControlledShutdown, metadata,
+                     and the broker's stop
+    every controller step: the metadata it publishes, applied by every running broker (A1)
+
+Inside such an event a few refimpl steps are spec steps of their own (`boundary`): the
+leader's ProposeIsrExpand after the fetch that caught the follower up, the controller's
+GetReplicaLogInfo reply handling (SendReplicaLogInfo) and the recovery's election
+(CompleteUncleanRecovery), and the unclean leader election after the step that left the
+partition leaderless (UncleanLeaderElection).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from kraftcheck.values import Fn, canonical
+from kraftcheck.values import Fn, canonical, to_itf
 
 from .types import NO_EPOCH, NO_LEADER, ElrConfig, LogEntry
 
-__all__ = ["VARIABLES", "NO_REPLY", "ACTION_MAP", "STUTTERS", "project", "spec_action",
-           "spec_params", "message_value", "model_values", "network_action"]
+__all__ = ["VARIABLES", "NO_REPLY", "ACTION_MAP", "BOUNDARIES", "STUTTERS", "project",
+           "spec_action", "boundary", "spec_params", "message_value", "model_values",
+           "network_action", "acting_leader", "common_prefix_len", "SPEC_ACTIONS",
+           "StateEncoder"]
 
 #: spec/ELR.tla VARIABLES, in its order.
 VARIABLES: tuple[str, ...] = (
@@ -33,67 +56,69 @@ VARIABLES: tuple[str, ...] = (
     "acked", "committedLog", "uncleanShutdowns", "dataLossShutdowns",
 )
 
+#: The disjuncts of spec/ELR.tla's Next (the action labels TLC gives its transitions).
+SPEC_ACTIONS: frozenset[str] = frozenset({
+    "Produce", "FollowerFetch", "ShrinkIsr", "ProposeIsrExpand", "CommitAlterPartition",
+    "FenceBroker", "UnfenceBroker", "CleanShutdown", "UncleanShutdown", "RestartBroker",
+    "ChangeMinIsr", "SendReplicaLogInfo", "CompleteUncleanRecovery", "UncleanLeaderElection",
+})
+
 NO_REPLY = "NoReply"
 
-#: refimpl step -> spec action (steps whose spec action depends on what happened are
-#: resolved in `spec_action`).
+#: The refimpl step leading a simulator step -> the spec action of the whole (composite) step.
 ACTION_MAP: dict[str, str] = {
-    # controller
-    "HandleBrokerRegistration": "RestartBroker",     # controller half of RestartBroker
-    "UnfenceBroker": "UnfenceBroker",
+    "Produce": "Produce",
+    "SendFetch": "FollowerFetch",                   # the fetch round (see the module doc)
+    "ShrinkIsr": "ShrinkIsr",                       # the leader's request, committed at once
+    "ProposeIsrExpand": "ProposeIsrExpand",
+    "HandleAlterPartition": "CommitAlterPartition",  # an expansion (a shrink is ShrinkIsr's)
     "FenceBroker": "FenceBroker",                   # session expiry
-    "ControlledShutdown": "CleanShutdown",          # controller half of CleanShutdown
+    "UnfenceBroker": "UnfenceBroker",
+    "CleanShutdown": "CleanShutdown",               # the broker's clean shutdown (composite)
+    "BrokerStart": "RestartBroker",                 # the broker's start (composite)
     "AlterMinIsr": "ChangeMinIsr",
     "HandleGetReplicaLogInfoResponse": "SendReplicaLogInfo",
     "UncleanRecoveryElect": "CompleteUncleanRecovery",
-    # brokers
-    "Produce": "Produce",
-    "HandleFetchResponse": "FollowerFetch",         # the follower copies the leader's log
-    "TruncateLog": "FollowerFetch",                 # ... after truncating its divergent suffix
-    "HandleFetch": "FollowerFetch",                 # the leader's HWM rule after the fetch
-    "BrokerStart": "RestartBroker",                 # broker half of RestartBroker
-    "CleanShutdown": "CleanShutdown",               # broker half of CleanShutdown
+    "UncleanLeaderElect": "UncleanLeaderElection",
 }
 
-#: refimpl steps that change no spec variable.
+#: Refimpl steps that are spec steps of their own when they occur inside a composite step.
+BOUNDARIES: frozenset[str] = frozenset({
+    "ProposeIsrExpand", "HandleGetReplicaLogInfoResponse", "UncleanRecoveryElect",
+    "UncleanLeaderElect",
+})
+
+#: Refimpl steps that change no spec variable when they lead a simulator step.
 STUTTERS = frozenset({
     "HandleBrokerHeartbeat", "SessionCheck", "RejectAlterPartition", "UncleanRecoveryTimeout",
     "RejectGetReplicaLogInfoResponse", "SendBrokerRegistration", "SendBrokerHeartbeat",
     "BrokerRegistered", "ReceiveMetadata", "ReceiveAlterPartitionResponse", "FetchIdle",
-    "SendFetch", "IsrCheckIdle", "SendAlterPartition", "RejectFetch", "HandleFetchDiverging",
-    "RejectProduce", "SendGetReplicaLogInfoResponse", "SendProduce", "SendAlterMinIsr",
-    "ProduceFailed", "ProduceAcked", "ControllerStart", "ClientStart", "ShrinkIsr",
-    "FlushLog",
+    "IsrCheckIdle", "SendAlterPartition", "RejectFetch", "RejectProduce",
+    "SendGetReplicaLogInfoResponse", "SendProduce", "SendAlterMinIsr", "ProduceFailed",
+    "ProduceAcked", "ControllerStart", "ClientStart", "CheckpointHighWatermark",
+    "HandleBrokerRegistration", "ControlledShutdown", "HandleFetch", "HandleFetchDiverging",
+    "HandleFetchResponse", "TruncateLog",
 })
-
-#: The election the controller ran inside a step (params["election"]) -> the spec action that
-#: step composes with.
-_ELECTIONS = {"UncleanElection": "UncleanLeaderElection"}
 
 
 def spec_action(step: str, params: dict | None = None) -> str:
-    """The spec action of refimpl step `step` (with its params)."""
+    """The spec action of a simulator step led by refimpl step `step` (with its params)."""
     params = params or {}
     if step == "HandleAlterPartition":
         if params.get("duplicate"):
             return "Stutter"
-        # A shrink is requested and committed in one spec step; an expansion is proposed
-        # (ProposeIsrExpand, at the leader's HandleFetch) and committed here.
         return "ShrinkIsr" if params.get("shrink") else "CommitAlterPartition"
-    if step == "HandleFetch" and params.get("proposeExpand"):
-        return "ProposeIsrExpand"
-    if step == "HandleBrokerRegistration" and params.get("duplicate"):
-        return "Stutter"
-    if step in ("FenceBroker",) and not params.get("brokers"):
-        return "Stutter"
-    if params.get("election") in _ELECTIONS and step in ("FenceBroker", "UnfenceBroker",
-                                                          "HandleBrokerRegistration"):
-        return _ELECTIONS[params["election"]]
     if step in ACTION_MAP:
         return ACTION_MAP[step]
     if step in STUTTERS:
         return "Stutter"
     raise KeyError(f"refimpl step {step!r} has no spec action (add it to spec_mapping)")
+
+
+def boundary(step: str | None) -> str | None:
+    """The spec action refimpl step `step` starts inside a composite step, or None when it
+    continues the step before it."""
+    return ACTION_MAP[step] if step in BOUNDARIES else None
 
 
 def spec_params(step: str, params: dict) -> dict:
@@ -103,8 +128,9 @@ def spec_params(step: str, params: dict) -> dict:
 
 def network_action(generic: str) -> str:
     """A crash of a broker is the spec's UncleanShutdown (its restart may keep the whole log:
-    a plain crash, or lose the unflushed suffix: a power loss); a crash of the controller or
-    the client, message loss / duplication and partitions change no spec variable."""
+    a plain crash, or lose the unflushed suffix: a power loss); a crash of the client, message
+    loss / duplication and partitions change no spec variable (the controller never crashes:
+    spec A6, see the adapter)."""
     return "UncleanShutdown" if generic == "Crash" else "Stutter"
 
 
@@ -121,51 +147,209 @@ def _reply(info) -> Fn:
                "lastEpoch": info.last_written_leader_epoch, "leo": info.log_end_offset})
 
 
+def common_prefix_len(a: tuple, b: tuple) -> int:
+    """Spec `CommonPrefixLen`."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def acting_leader(config: ElrConfig, world) -> Any:
+    """The state of the controller's leader if it acts as the leader of the current leader
+    epoch (up or, for a crashed one, when it crashed), else None."""
+    p = world.states[config.controller].partition
+    ldr = world.states.get(p.leader)
+    if ldr is not None and ldr.is_leader and ldr.metadata.leader_epoch == p.leader_epoch:
+        return ldr
+    return None
+
+
+def _pending_isr(ctrl, ldr) -> frozenset:
+    """spec `pendingIsr`: the leader's proposed ISR expansion while the controller would
+    still commit it (same partition epoch and leader incarnation, every added replica
+    unfenced with the epochs the leader named); {} otherwise (spec A2: the request is
+    dropped)."""
+    if ldr is None or ldr.pending_isr is None:
+        return frozenset()
+    p = ctrl.partition
+    md = ldr.metadata
+    reg = ctrl.registration(ldr.broker_id)
+    added = ldr.pending_isr - p.isr
+    if not added or md.partition_epoch != p.partition_epoch or reg is None or \
+            reg.broker_epoch != ldr.broker_epoch:
+        return frozenset()
+    for r in added:
+        x = ctrl.registration(r)
+        if x is None or x.fenced or md.live(r) != (r, x.broker_epoch, x.fence_epoch):
+            return frozenset()
+    return frozenset(ldr.pending_isr)
+
+
+class _View:
+    """What the projection reads of a World, computed once per projection."""
+
+    def __init__(self, config: ElrConfig, world):
+        self.c = config
+        self.w = world
+        self.brokers = config.brokers
+        self.ctrl = world.states[config.controller]
+        self.p = self.ctrl.partition
+        self.disks = world.disks
+        self.ldr = acting_leader(config, world)
+        self.live = self.ldr if self.ldr is not None and \
+            world.up.get(self.ldr.broker_id, False) else None
+        self.committed = world.history.get("committed", ())
+
+    def regs(self) -> dict:
+        return {r.broker_id: r for r in self.ctrl.registrations}
+
+    def disk(self, key: str, default: Any = None) -> tuple:
+        return tuple(self.disks[b].get(key, default) for b in self.brokers)
+
+
+def _acked(v: _View) -> frozenset:
+    acked: set = set()
+    for x in v.disk("ghost_acked", frozenset()):
+        acked |= x
+    return frozenset((o, _record(e)) for o, e in acked)
+
+
+def _fn(v: _View, f) -> Fn:
+    return Fn({b: f(b) for b in v.brokers})
+
+
+#: spec variable -> its value (from a _View), in VARIABLES order.
+_PROJECTION: dict[str, Any] = {
+    "alive": lambda v: _fn(v, lambda b: bool(v.w.up.get(b, False))),
+    "log": lambda v: _fn(v, lambda b: tuple(_record(e) for e in v.w.states[b].log.entries)),
+    "flushed": lambda v: _fn(v, lambda b: v.w.states[b].log.flushed),
+    "shutdownFile": lambda v: _fn(v, lambda b: NO_EPOCH if v.disks[b].get("clean_shutdown")
+                                  is None else v.disks[b]["clean_shutdown"]),
+    "brokerEpoch": lambda v: _fn(v, lambda b, r=v.regs(): r[b].broker_epoch if b in r else 0),
+    "fenced": lambda v: _fn(v, lambda b, r=v.regs(): r[b].fenced if b in r else True),
+    "leader": lambda v: v.p.leader,
+    "leaderEpoch": lambda v: v.p.leader_epoch,
+    "isr": lambda v: frozenset(v.p.isr),
+    "elr": lambda v: frozenset(v.p.elr),
+    "lastKnownElr": lambda v: frozenset(v.p.last_known_elr),
+    "lastKnownLeader": lambda v: v.p.last_known_leader,
+    "minIsr": lambda v: v.ctrl.min_isr,
+    "replies": lambda v: _fn(v, lambda b: _reply(v.ctrl.reply(b)) if v.ctrl.reply(b)
+                             else NO_REPLY),
+    "hwm": lambda v: len(v.committed),
+    "pendingIsr": lambda v: _pending_isr(v.ctrl, v.ldr),
+    "pendingAcks": lambda v: frozenset(a.offset + 1 for a in v.live.pending_acks)
+    if v.live else frozenset(),
+    "acked": _acked,
+    "committedLog": lambda v: tuple(_record(e) for e in v.committed),
+    "uncleanShutdowns": lambda v: sum(v.disk("ghost_unclean_shutdowns", 0)),
+    "dataLossShutdowns": lambda v: sum(v.disk("ghost_data_loss_shutdowns", 0)),
+}
+assert tuple(_PROJECTION) == VARIABLES
+
+
 def project(config: ElrConfig, world) -> dict[str, Any]:
     """The spec's variables.  Offsets become 1-based.  A crashed broker keeps the log it last
-    had (spec A4) until it restarts; the leader-side variables are those of the controller's
-    leader (its last state if it is down)."""
-    ctrl = world.states[config.controller]
-    client = world.states[config.producer]
-    p = ctrl.partition
-    brokers = config.brokers
-    regs = {r.broker_id: r for r in ctrl.registrations}
-    states = {b: world.states[b] for b in brokers}
-    replies = {r.broker_id: r for r in ctrl.recovery.replies} if ctrl.recovery else {}
-    ldr = states.get(p.leader)
-    if ldr is not None and ldr.is_leader and ldr.metadata.leader_epoch == p.leader_epoch:
-        hwm = ldr.hwm
-        committed = tuple(_record(e) for e in ldr.log.entries[:hwm])
-        extra = (ldr.pending_isr or frozenset()) - ldr.committed_isr
-        pending_isr = frozenset(ldr.pending_isr) if extra else frozenset()
-        pending_acks = frozenset(a.offset + 1 for a in ldr.pending_acks)
-    else:
-        hwm, committed, pending_isr, pending_acks = 0, (), frozenset(), frozenset()
-    disks = world.disks
-    return {
-        "alive": Fn({b: bool(world.up.get(b, False)) for b in brokers}),
-        "log": Fn({b: tuple(_record(e) for e in states[b].log.entries) for b in brokers}),
-        "flushed": Fn({b: states[b].log.flushed for b in brokers}),
-        "shutdownFile": Fn({b: (NO_EPOCH if disks[b].get("clean_shutdown") is None
-                                else disks[b]["clean_shutdown"]) for b in brokers}),
-        "brokerEpoch": Fn({b: regs[b].broker_epoch if b in regs else 0 for b in brokers}),
-        "fenced": Fn({b: regs[b].fenced if b in regs else True for b in brokers}),
-        "leader": p.leader,
-        "leaderEpoch": p.leader_epoch,
-        "isr": frozenset(p.isr),
-        "elr": frozenset(p.elr),
-        "lastKnownElr": frozenset(p.last_known_elr),
-        "lastKnownLeader": p.last_known_leader,
-        "minIsr": ctrl.min_isr,
-        "replies": Fn({b: _reply(replies[b]) if b in replies else NO_REPLY for b in brokers}),
-        "hwm": hwm,
-        "pendingIsr": pending_isr,
-        "pendingAcks": pending_acks,
-        "acked": frozenset((a.offset + 1, _record(a.entry)) for a in client.acked_all()),
-        "committedLog": committed,
-        "uncleanShutdowns": sum(disks[b].get("ghost_unclean_shutdowns", 0) for b in brokers),
-        "dataLossShutdowns": sum(disks[b].get("ghost_data_loss_shutdowns", 0) for b in brokers),
-    }
+    had (spec A4) until it restarts.  The ghost variables are the spec's: `committedLog` the
+    consumer-visible log (world.history, kept by the adapter: a newly elected leader starts
+    from the part of it it holds, the running leader's HWM rule grows it), `hwm` its length,
+    `acked` the acks=all acknowledgements the leaders sent (ghost_acked on their disks),
+    `uncleanShutdowns` / `dataLossShutdowns` counters on the brokers' disks."""
+    v = _View(config, world)
+    return {k: f(v) for k, f in _PROJECTION.items()}
+
+
+#: spec variable -> the objects its value is projected from (the refimpl's states are
+#: immutable: the same objects give the same value).
+_SOURCES: dict[str, Any] = {
+    "alive": lambda v: tuple(v.w.up.get(b, False) for b in v.brokers),
+    "flushed": lambda v: tuple(v.w.states[b].log.flushed for b in v.brokers),
+    "shutdownFile": lambda v: v.disk("clean_shutdown"),
+    "brokerEpoch": lambda v: (v.ctrl.registrations,),
+    "fenced": lambda v: (v.ctrl.registrations,),
+    "leader": lambda v: (v.p,),
+    "leaderEpoch": lambda v: (v.p,),
+    "isr": lambda v: (v.p,),
+    "elr": lambda v: (v.p,),
+    "lastKnownElr": lambda v: (v.p,),
+    "lastKnownLeader": lambda v: (v.p,),
+    "minIsr": lambda v: (v.ctrl.min_isr,),
+    "replies": lambda v: (v.ctrl.replies,),
+    "hwm": lambda v: (v.committed,),
+    "pendingIsr": lambda v: (v.p, v.ctrl.registrations, v.ldr),
+    "pendingAcks": lambda v: (v.live,),
+    "acked": lambda v: v.disk("ghost_acked"),
+    "uncleanShutdowns": lambda v: v.disk("ghost_unclean_shutdowns", 0),
+    "dataLossShutdowns": lambda v: v.disk("ghost_data_loss_shutdowns", 0),
+}
+_SCALARS = (int, bool, str, type(None))
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y or (type(x) in _SCALARS and x == y)
+                                    for x, y in zip(a, b))
+
+
+class StateEncoder:
+    """The ITF JSON text of `project(config, world)` (exactly
+    dumps({k: to_itf(v) for k, v in project(config, world).items()})), fast: a variable's
+    text is recomputed only when the objects it is projected from change (_SOURCES), and the
+    logs' texts are extended while they only grow."""
+
+    def __init__(self, config: ElrConfig):
+        self.c = config
+        self._vars = sorted(VARIABLES)
+        self._brokers = sorted(config.brokers)
+        self._cache: dict[str, tuple[tuple, str]] = {}
+        self._logs: dict[str, tuple[tuple, str]] = {}
+        self._rec: dict[LogEntry, str] = {}
+
+    def _record_json(self, e: LogEntry) -> str:
+        t = self._rec.get(e)
+        if t is None:
+            t = '{"epoch":' + str(e.epoch) + ',"value":' + json.dumps(e.value) + "}"
+            if len(self._rec) > 100_000:
+                self._rec.clear()
+            self._rec[e] = t
+        return t
+
+    def _log_json(self, key: str, log: tuple) -> str:
+        c = self._logs.get(key)
+        if c is not None:
+            old, txt = c
+            if old is log:
+                return txt
+            k = len(old)
+            if len(log) > k and log[:k] == old:
+                add = ",".join([self._record_json(e) for e in log[k:]])
+                txt = txt[:-1] + ("," if k else "") + add + "]"
+                self._logs[key] = (log, txt)
+                return txt
+        txt = "[" + ",".join([self._record_json(e) for e in log]) + "]"
+        self._logs[key] = (log, txt)
+        return txt
+
+    def encode(self, world) -> str:
+        v = _View(self.c, world)
+        parts = []
+        for k in self._vars:
+            if k == "log":
+                txt = "{" + ",".join([json.dumps(b) + ":" + self._log_json(
+                    b, world.states[b].log.entries) for b in self._brokers]) + "}"
+            elif k == "committedLog":
+                txt = self._log_json("", v.committed)
+            else:
+                src = _SOURCES[k](v)
+                hit = self._cache.get(k)
+                if hit is None or not _same(hit[0], src):
+                    hit = (src, json.dumps(to_itf(_PROJECTION[k](v)), sort_keys=True,
+                                           separators=(",", ":")))
+                    self._cache[k] = hit
+                txt = hit[1]
+            parts.append('"' + k + '":' + txt)
+        return "{" + ",".join(parts) + "}"
 
 
 def _value(x: Any) -> Any:

@@ -27,10 +27,23 @@ Contract (read this before implementing an adapter)
 * `after_step(world, node, action)` runs after each step (ghost/history variables live in
   `world.history`); `crash_allowed(node, state)` lets bounded mode veto a crash.
 * Crash: the simulator keeps the node's last state for projection, discards its timers and
-  drops messages addressed to it.  Restart: `restart(node, disk)` builds a fresh state from the
-  disk (the dict of everything written with `Persist`).  Unclean shutdown: if
+  drops messages addressed to it.  It picks the kind of stop ("graceful", "unclean" or "crash")
+  and `crash_kind(node, kind)` may change it (bounded mode: a bound on unclean shutdowns) or
+  veto it (None).  Restart: `restart(node, disk)` builds a fresh state from the disk (the dict
+  of everything written with `Persist`); it may return None when the node cannot start now
+  (bounded mode), and the simulator tries again later.  Unclean shutdown: if
   `supports_unclean_shutdown`, `unclean_shutdown(node, disk, rng)` returns the disk as it is
-  after power loss (e.g. unsynced data lost) before the restart.
+  after power loss (e.g. unsynced data lost) before the restart; `plain_crash(node, disk)`
+  does the same for a plain crash (the default keeps the disk).  With
+  `atomic_graceful_shutdown` a graceful shutdown and the node's stop are one step (the spec
+  has one action for both); otherwise the shutdown's own step is followed by a Crash step.
+* Composite steps: a spec may take as one step what several nodes do (KIP-966's abstraction
+  A1: the controller's metadata reaches every broker at once).  `bind(world)` gives the
+  adapter the simulator's World (the same object throughout the run, updated in place) so
+  that a handler can run the other nodes' handlers synchronously; it returns the parts in
+  `Transition.chain`, (node, Transition) pairs the simulator applies right after the head, in
+  order.  A part whose `action` is None continues the step before it; a part with an action
+  starts a step of its own (one trace line per step, written after its last part).
 * Trace parameters: `params_json(params, env)` renders a step's parameters (plus the message
   for deliveries, via `message_value`); `network_action` names simulator-level steps.
 * `project(world)` maps the whole system to the spec's variables (name -> canonical value).
@@ -39,7 +52,8 @@ Contract (read this before implementing an adapter)
 * `monitor()` returns a fresh `Monitor`: the online invariants, checked after every step.
   Invariant names are the spec's names.
 * Bounds: `from_options(bounds, bug)` receives the parsed TLC config (refimpl.sim.bounds.Bounds
-  or None) and a planted bug name (refimpl.bugs) or None.  The adapter keeps its own steps inside
+  or None) and a planted bug name (refimpl.bugs) or None; an adapter that switches a bug on
+  from the config (a spec bug switch) says so in `planted_bug`.  The adapter keeps its own steps inside
   the bounds by returning None; `sim_limits()` tells the simulator the bounds it enforces itself
   (in-flight messages, restarts, client requests).
 """
@@ -123,6 +137,10 @@ class Transition:
     # request is not sent (the step is skipped) while an identical message is in flight or
     # the in-flight bound is reached, as the spec's Send guard requires.
     split_sends: str | None = None
+    # Further parts of the same simulator event (see "Composite steps" above): (node,
+    # Transition) pairs applied in order after this one; a part with action None continues
+    # the step before it.  Parts carry no split_sends and no chain of their own.
+    chain: tuple[tuple[str, "Transition"], ...] = ()
 
 
 @dataclass
@@ -135,6 +153,7 @@ class World:
     disks: dict[str, dict[str, Any]]
     in_flight: dict[int, tuple[Envelope, int]]  # message id -> (envelope, copies in flight)
     history: dict[str, Any] = field(default_factory=dict)  # adapter-owned ghost state
+    blocked: set[tuple[str, str]] = field(default_factory=set)  # partitioned links (src, dst)
 
 
 @dataclass(frozen=True)
@@ -170,6 +189,10 @@ class ProtocolAdapter(ABC):
     name: str = ""          # "kraft", "elr"
     spec_module: str = ""   # the TLA+ module the traces refer to, e.g. "KRaft"
     supports_unclean_shutdown: bool = False
+    atomic_graceful_shutdown: bool = False  # graceful shutdown + stop = one step
+    # The planted bug in effect when the adapter chose one itself (a Bug* switch of the bounds
+    # config), so that the runner records it; None: only the bug it was given, if any.
+    planted_bug: str | None = None
 
     # ---- construction -------------------------------------------------------------
     @classmethod
@@ -194,6 +217,14 @@ class ProtocolAdapter(ABC):
         """Bounded mode may forbid some crashes (KRaft: a leader of MaxEpoch)."""
         return True
 
+    def crash_kind(self, node: str, kind: str) -> str | None:
+        """The kind of stop to apply when the simulator picked `kind` ("graceful", "unclean",
+        "crash") for `node`: another kind, or None for no stop at all."""
+        return kind
+
+    def bind(self, world: World) -> None:
+        """Called once, before the first step, with the World the run updates in place."""
+
     def after_step(self, world: World, node: str | None, action: str) -> None:
         """Called after every step, before the state is projected: update history (ghost)
         variables kept in `world.history`."""
@@ -214,8 +245,9 @@ class ProtocolAdapter(ABC):
         """Pick a target node and a client input (e.g. an append); None when none applies."""
 
     @abstractmethod
-    def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition:
-        """A fresh state from the disk; the Transition's timers are the node's initial timers."""
+    def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition | None:
+        """A fresh state from the disk; the Transition's timers are the node's initial timers.
+        None: the node cannot start now (the simulator tries again later)."""
 
     def graceful_shutdown(self, node: str, state: Any, now_ms: int) -> Transition | None:
         """A clean stop that lets the node say goodbye (KRaft: EndQuorumEpoch).  The simulator
@@ -223,6 +255,10 @@ class ProtocolAdapter(ABC):
         return None
 
     def unclean_shutdown(self, node: str, disk: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        return disk
+
+    def plain_crash(self, node: str, disk: dict[str, Any]) -> dict[str, Any]:
+        """The disk after a plain crash (process killed, page cache kept)."""
         return disk
 
     # ---- observation --------------------------------------------------------------

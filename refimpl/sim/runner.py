@@ -137,11 +137,14 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
         bounds_label = {"file": spec.bounds_path,
                         "constants": {k: _plain(v) for k, v in sorted(bounds.constants.items())}}
     traces = []
+    # The planted bug in effect: --bug, or the one a Bug* switch of the --bounds config selects
+    # (recorded in the trace header, the trace id and the manifest, never silently).
+    planted = getattr(cls.from_options(bounds, spec.bug), "planted_bug", None) or spec.bug
     for seed in spec.seeds:
         adapter = cls.from_options(bounds, spec.bug)
-        tid = trace_id(spec.protocol, spec.faults, seed, spec.bug)
+        tid = trace_id(spec.protocol, spec.faults, seed, planted)
         r = Simulator(adapter, seed, profile, spec.steps, trace=out_dir is not None,
-                      trace_id=tid, bounds_label=bounds_label, bug=spec.bug).run()
+                      trace_id=tid, bounds_label=bounds_label, bug=planted).run()
         entry = {"trace_id": tid, "seed": seed, "actions": r.steps,
                  "steps": r.trace_steps if out_dir is not None else r.steps,
                  "events": r.events, "end_reason": r.end_reason,
@@ -161,6 +164,7 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
         "arguments": {"protocol": spec.protocol, "seeds": _seed_label(spec.seeds),
                       "faults": spec.faults, "steps": spec.steps, "bounds": spec.bounds_path,
                       "bug": spec.bug},
+        "planted_bug": planted,
         "traces": traces,
         "summary": {
             "traces": len(traces),

@@ -31,8 +31,9 @@ __all__ = ["Simulator", "SimResult", "run_one"]
 # event kinds (the order breaks no ties: (time, seq) does)
 _DELIVER, _DUPLICATE, _TIMER, _CLIENT, _CRASH, _RESTART, _PARTITION, _HEAL = range(8)
 
-_RETRY_MS = 25
-_MAX_IDLE_EVENTS = 5000  # this many events in a row without a step: nothing can happen any more  # an event refused by the in-flight bound is tried again this much later
+_RETRY_MS = 25  # an event refused by the in-flight bound is tried again this much later
+_RESTART_RETRY_MS = 500  # a node whose restart the adapter refused tries again this much later
+_MAX_IDLE_EVENTS = 5000  # this many events in a row without a step: nothing can happen any more
 
 
 @dataclass
@@ -136,12 +137,18 @@ class Simulator:
         if net.should_duplicate():
             self._push(self.now + net.latency(), _DUPLICATE, mid)
 
-    def _take(self, node: str, t: Transition, env: Envelope | None = None) -> bool:
-        """Apply a transition and record its step(s); True when the run must stop."""
+    def _take(self, node: str, t: Transition, env: Envelope | None = None,
+              stop_node: bool = False) -> bool:
+        """Apply a transition and record its step(s); True when the run must stop.
+        `stop_node`: the node stops (graceful shutdown) within the step itself."""
         self._apply(node, t)
         if t.halt:
             self._crash(node)
             self._permanently_down.add(node)
+        if stop_node:
+            self._crash(node)
+        if t.chain:
+            return self._take_chain(node, t, env)
         stop = False
         if t.action is not None:
             stop = self._record(t.action, t.params, node, env)
@@ -156,6 +163,18 @@ class Simulator:
                 if self._record(t.split_sends, {"node": e.src}, node, e):
                     return True
         return stop
+
+    def _take_chain(self, node: str, t: Transition, env: Envelope | None) -> bool:
+        """The rest of a composite (`t` is applied): each part in order; a step is recorded
+        after the last part of each group (a part with an action starts a new group)."""
+        action, params, at, msg = t.action, t.params, node, env
+        for n, part in t.chain:
+            if part.action is not None:
+                if action is not None and self._record(action, params, at, msg):
+                    return True
+                action, params, at, msg = part.action, part.params, n, None
+            self._apply(n, part)
+        return action is not None and self._record(action, params, at, msg)
 
     def _fits(self, t: Transition, consumed: int = 0) -> bool:
         """The in-flight bound for messages sent within the step itself (replies and
@@ -205,7 +224,9 @@ class Simulator:
         self.states = dict(states)
         self.disks = {n: dict(d) for n, d in disks.items()}
         self.up = {n: True for n in self.nodes}
-        self.world = World(0, self.states, self.up, self.disks, self.net.in_flight)
+        self.world = World(0, self.states, self.up, self.disks, self.net.in_flight,
+                           blocked=self.net.blocked)
+        a.bind(self.world)
         for node, tm in init_timers:
             self._apply(node, Transition(self.states[node], "Init", timers=(tm,)))
         a.after_step(self.world, None, "Init")
@@ -332,25 +353,49 @@ class Simulator:
             return False
         node = self.rng.choice(candidates)
         r = self.rng.random()
-        self.stats.restarts += 1
         if r < p.graceful:
+            kind = "graceful"
+        elif r < p.graceful + p.unclean and self.a.supports_unclean_shutdown:
+            kind = "unclean"
+        else:
+            kind = "crash"
+        kind = self.a.crash_kind(node, kind)
+        if kind is None:
+            return False
+        self.stats.restarts += 1
+        if kind == "graceful":
             t = self.a.graceful_shutdown(node, self.states[node], self.now)
             if t is not None and self._fits(t):
+                if self.a.atomic_graceful_shutdown:
+                    stop = self._take(node, t, stop_node=True)
+                    self._schedule_restart(node)
+                    return stop
                 if self._take(node, t):
                     return True
-        elif r < p.graceful + p.unclean and self.a.supports_unclean_shutdown:
+        elif kind == "unclean":
             self.disks[node] = self.a.unclean_shutdown(node, dict(self.disks[node]), self.rng)
+        else:
+            self.disks[node] = self.a.plain_crash(node, self.disks[node])
         self._crash(node)
+        if not self._schedule_restart(node):
+            return False
+        return self._record(self.a.network_action("Crash"), {"node": node}, node)
+
+    def _schedule_restart(self, node: str) -> bool:
+        """The stopped node's restart, after its downtime (False: it stays down for good)."""
         if node in self._permanently_down:
             return False
-        lo, hi = p.downtime_ms
+        lo, hi = self.profile.downtime_ms
         self._push(self.now + self.rng.randint(lo, hi), _RESTART, node)
-        return self._record(self.a.network_action("Crash"), {"node": node}, node)
+        return True
 
     def _on_restart(self, node: str, _y) -> bool:
         if self.up[node] or node in self._permanently_down:
             return False
         t = self.a.restart(node, self.disks[node], self.now)
+        if t is None:   # cannot start now (bounded mode): try again later
+            self._push(self.now + _RESTART_RETRY_MS, _RESTART, node)
+            return False
         self.up[node] = True
         return self._take(node, t)
 
