@@ -484,9 +484,15 @@ SendBeginQuorumEpoch(i, j) ==
 
 (***************************************************************************)
 (* KIP-595 §"Fetch": followers (voters and observers) fetch from the       *)
-(* leader they know.  A fetcher has at most one Fetch outstanding (no      *)
-(* request from it, no response to it in flight), as in Kafka; after a     *)
-(* loss it fetches again.                                                  *)
+(* leader they know.  A fetcher waits for the answer to its Fetch, or for  *)
+(* quorum.request.timeout.ms, before it fetches again, but it cannot know  *)
+(* what the network still holds: a late response, a duplicated or delayed *)
+(* copy of an earlier request.  So the model does not limit a fetcher to   *)
+(* one request in flight; Send never adds a copy of a request that is      *)
+(* already in flight (that is DuplicateMessage's business), a fetch at an  *)
+(* unchanged position is therefore not repeated while in flight, and       *)
+(* MaxInFlight bounds the rest.  Responses echo their request's position   *)
+(* and a stale one is ignored (HandleFetchResponse).                       *)
 (*                                                                         *)
 (* A replica that knows no leader: an observer sends Fetch "to any of the  *)
 (* voters at random until the new leader is found" (§"BeginQuorumEpoch"),  *)
@@ -497,10 +503,6 @@ SendBeginQuorumEpoch(i, j) ==
 (* fire, to save states; the reference implementation polls as the KIP     *)
 (* says, and its traces must stay inside the spec's behaviours.)           *)
 (***************************************************************************)
-FetchOutstanding(i) ==
-    \E m \in BagToSet(msgs) : \/ m.type = "FetchRequest" /\ m.src = i
-                              \/ m.type = "FetchResponse" /\ m.dest = i
-
 \* KIP-595 §"Fetch" (followers pull from the leader) and §"Cluster
 \* Bootstrapping" steps 1 and 4 (discovery Fetch to a random voter).
 SendFetchRequest(i, j) ==
@@ -508,7 +510,6 @@ SendFetchRequest(i, j) ==
        \/ /\ role[i] \in {"Unattached", "Voted"}
           /\ leaderId[i] = Nil
           /\ j \in Voters \ {i}
-    /\ ~FetchOutstanding(i)
     /\ Send(FetchRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
 

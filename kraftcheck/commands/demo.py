@@ -2,8 +2,13 @@
 
 Stages, each reported in the summary (out/demo/summary.json):
   1. tlc       the ci profile of every spec, each config judged against the manifest
-  2. simulate  a small deterministic corpus of refimpl traces for both protocols
-Later stages of the pipeline (validate, stats) are added here as they land.
+  2. simulate  a small deterministic corpus of refimpl traces for both protocols and fault
+               profiles none and chaos, plus corpora under the two no-symmetry graph configs'
+               bounds (so their traces stay inside TLC's state graph); see CORPORA
+  3. validate  every trace against the spec: the graph corpora by lookup in the dumped state
+               graph (full-graph mode), the others in neighbourhood mode
+  4. stats     the Spark job over the whole corpus and the verdicts: Parquet tables and an
+               HTML report with plots (out/demo/stats/report.html)
 """
 
 from __future__ import annotations
@@ -39,33 +44,77 @@ def _stage_tlc(profile: str, only: str | None, show: bool) -> dict:
     }
 
 
-def _stage_simulate(out: Path, seeds: int, show: bool) -> dict | None:
-    try:
-        from refimpl.sim.corpus import simulate_corpus  # the refimpl stage
-    except ImportError:
-        return None
+# The corpora of the demo: (name, protocol, fault profile, bounds config or None, graph
+# mode).  Graph-mode corpora are simulated under a no-symmetry graph config and validated by
+# lookup in its dumped state graph; the others in neighbourhood mode (KIP-595 unbounded;
+# KIP-966 under a ci config's bounds, whose values the checker needs).
+GRAPH_CONFIGS = {"kraft": "kraft-graph-small", "elr": "elr-graph-small"}
+CORPORA = [(f"kraft-{f}", "kraft", f, None, False) for f in ("none", "chaos")] + [
+    (f"elr-{f}", "elr", f, "elr-ci-rf3-min2-balanced", False) for f in ("none", "chaos")] + [
+    (f"{p}-graph-chaos", p, "chaos", g, True) for p, g in GRAPH_CONFIGS.items()]
+
+
+def _stage_simulate(out: Path, seeds: int, show: bool) -> dict:
+    from refimpl.sim.corpus import simulate_corpus
     t0 = time.monotonic()
     runs = []
     ok = True
-    for protocol in ("kraft", "elr"):
-        for faults in ("none", "chaos"):
-            m = simulate_corpus(protocol=protocol, seeds=range(seeds), faults=faults,
-                                steps=300, out=out / "traces" / f"{protocol}-{faults}",
-                                show_progress=show)
-            violations = sum(len(t.get("invariant_violations", [])) for t in m["traces"])
-            ok = ok and violations == 0
-            runs.append({"protocol": protocol, "faults": faults, "traces": len(m["traces"]),
-                         "steps": sum(t["steps"] for t in m["traces"]),
-                         "invariant_violations": violations,
-                         "dir": str(out / "traces" / f"{protocol}-{faults}")})
+    for name, protocol, faults, cfg, _graph in CORPORA:
+        bounds = str(REPO_ROOT / "tlc_configs" / f"{cfg}.cfg") if cfg else None
+        m = simulate_corpus(protocol=protocol, seeds=range(seeds), faults=faults, steps=300,
+                            out=out / "traces" / name, bounds=bounds, show_progress=show)
+        violations = sum(len(t.get("invariant_violations", [])) for t in m["traces"])
+        ok = ok and violations == 0
+        runs.append({"corpus": name, "protocol": protocol, "faults": faults, "bounds": cfg,
+                     "traces": len(m["traces"]), "steps": sum(t["steps"] for t in m["traces"]),
+                     "invariant_violations": violations, "dir": str(out / "traces" / name)})
     return {"stage": "simulate", "ok": ok, "runs": runs,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _stage_validate(out: Path, show: bool) -> dict:
+    """Every corpus through the trace checker; each summary is kept as the stats stage's
+    verdicts (out/verdicts/NAME.json), failing traces and diagnoses under out/validate/NAME."""
+    from trace_checker.corpus import validate_corpus
+    from trace_checker.verdict import summary_lines
+    t0 = time.monotonic()
+    runs = []
+    for name, _protocol, _faults, cfg, graph_mode in CORPORA:
+        graph = cfg if graph_mode else None
+        s = validate_corpus([out / "traces" / name], graph=graph, lazy=graph is None,
+                            out=out / "validate" / name)
+        write_atomic(out / "verdicts" / f"{name}.json", json.dumps(s, indent=2, default=str) + "\n")
+        if show:
+            for line in summary_lines(s, False)[-1:]:
+                console.print(f"validate {name} ({'graph ' + graph if graph else 'neighbourhood'}): "
+                              f"{line}")
+        runs.append({"corpus": name, "mode": s.get("mode"), "ok": bool(s.get("ok")),
+                     "counts": s.get("counts"), "steps": s.get("steps"),
+                     "seconds": s.get("seconds")})
+    return {"stage": "validate", "ok": all(r["ok"] for r in runs), "runs": runs,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _stage_stats(out: Path, show: bool) -> dict:
+    from spark_trace_analysis.jobs import run_stats
+    t0 = time.monotonic()
+
+    def say(msg: str) -> None:
+        if show:
+            err_console.print(f"[dim]{time.monotonic() - t0:6.1f}s[/dim] stats: {msg}")
+
+    s = run_stats([out / "traces"], out / "stats", graph=GRAPH_CONFIGS["kraft"],
+                  verdicts=out / "verdicts", progress=say)
+    return {"stage": "stats", "ok": True, "report": s["report"],
+            "tables": str(out / "stats"), "coverage": s.get("coverage"),
+            "agreement": s.get("agreement"), "bad_rows": s.get("bad_rows"),
             "seconds": round(time.monotonic() - t0, 1)}
 
 
 def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where outputs go."),
          profile: str = typer.Option("ci", help="TLC profile to run."),
          only: str = typer.Option(None, help="Only TLC configs whose name matches this regex."),
-         seeds: int = typer.Option(20, help="Simulated traces per protocol and fault profile."),
+         seeds: int = typer.Option(20, help="Simulated traces per corpus."),
          as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
     """Run the whole pipeline on the embedded defaults and print a summary."""
     try:
@@ -77,10 +126,9 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
             err_console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2)
     show = not as_json
-    stages = [_stage_tlc(profile, only, show)]
-    sim = _stage_simulate(out, seeds, show)
-    if sim is not None:
-        stages.append(sim)
+    stages = [_stage_tlc(profile, only, show), _stage_simulate(out, seeds, show)]
+    stages.append(_stage_validate(out, show))
+    stages.append(_stage_stats(out, show))
     summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
@@ -93,10 +141,17 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                               f"expected in {s['seconds']}s  {mark}")
             elif s["stage"] == "simulate":
                 for r in s["runs"]:
-                    console.print(f"simulate {r['protocol']}/{r['faults']}: {r['traces']} traces, "
+                    console.print(f"simulate {r['corpus']}: {r['traces']} traces, "
                                   f"{r['steps']} steps, {r['invariant_violations']} invariant "
                                   f"violations -> {r['dir']}")
                 console.print(f"simulate: {s['seconds']}s  {mark}")
+            elif s["stage"] == "validate":
+                for r in s["runs"]:
+                    counts = ", ".join(f"{v} {k}" for k, v in (r["counts"] or {}).items())
+                    console.print(f"validate {r['corpus']} ({r['mode']}): {counts}")
+                console.print(f"validate: {s['seconds']}s  {mark}")
+            elif s["stage"] == "stats":
+                console.print(f"stats: {s['seconds']}s  {mark}  report: {s['report']}")
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
 
