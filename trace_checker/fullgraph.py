@@ -9,6 +9,7 @@ is a permutation of a state in the graph.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -100,10 +101,13 @@ def load_graph(name: str | ConfigEntry, *, manifest_dir: Path | None = None, job
         if g is not None:
             return GraphLoad(g, True, time.monotonic() - t0)
     dump = cache_dir("dumps") / f"{key}.dot"
-    res = run_config(entry, dump=dump, timeout=timeout)
+    part = dump.with_name(f"{key}.{os.getpid()}.part.dot")  # concurrent builds never share it
+    res = run_config(entry, dump=part, timeout=timeout)
     t1 = time.monotonic()
+    if res.status == "ok" and part.is_file():
+        os.replace(part, dump)
     if res.status != "ok" or not dump.is_file():
-        dump.unlink(missing_ok=True)        # a partial dump is useless
+        part.unlink(missing_ok=True)        # a partial dump is useless
         why = "; ".join(e.message.splitlines()[0] for e in res.errors[:3]) or res.violated or ""
         raise GraphBuildError(f"TLC did not explore {entry.name} completely (status "
                               f"{res.status}{': ' + why if why else ''}); log: {res.log}")

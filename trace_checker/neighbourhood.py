@@ -31,6 +31,7 @@ CONSTRAINT / ACTION_CONSTRAINT / SYMMETRY / INVARIANT sections are not used.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -114,7 +115,8 @@ class Neighbourhood:
         cfg_text = self._cfg(init, constraint, mv)
         digest = hashlib.sha256((module_body + cfg_text + str(self.base.module_path)).encode())
         name = f"TCN_{tag}_{digest.hexdigest()[:16]}"
-        folder = cache_dir("neighbourhood") / name
+        # one folder per process: two checkers may generate the same module at once
+        folder = cache_dir("neighbourhood") / f"{name}.{os.getpid()}"
         if folder.exists():
             shutil.rmtree(folder)
         folder.mkdir(parents=True)

@@ -62,7 +62,10 @@ class TLCResult:
 
 
 def _run_dir(name: str) -> Path:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    """The run's scratch folder, one per config and process: two processes checking the same
+    config at once (a test worker building a graph while another runs the config, a user's
+    suite beside `kraftcheck validate`) never share TLC's states/ or model/ folders."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) + f".{os.getpid()}"
     d = work_dir() / "tlc" / safe
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)
