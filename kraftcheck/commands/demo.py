@@ -114,7 +114,7 @@ def _stage_stats(out: Path, show: bool) -> dict:
 def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where outputs go."),
          profile: str = typer.Option("ci", help="TLC profile to run."),
          only: str = typer.Option(None, help="Only TLC configs whose name matches this regex."),
-         seeds: int = typer.Option(20, help="Simulated traces per corpus."),
+         seeds: int = typer.Option(10, help="Simulated traces per corpus."),
          as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
     """Run the whole pipeline on the embedded defaults and print a summary."""
     try:
