@@ -266,15 +266,9 @@ def child_baseline(corpus: Path, out: Path) -> dict:
 
 # --------------------------------------------------------------------------- the baseline
 
-# spark_trace_analysis.schema (which imports pyspark): copied so the baseline process never
-# loads pyspark; tests/test_spark_units.py checks the copies are equal.
-TRACE_SCHEMA = "kraftcheck-trace/1"
-REQUIRED = {
-    "header": ("schema", "trace_id", "protocol", "seed", "fault_profile", "spec_module",
-               "variables"),
-    "step": ("trace_id", "step", "time_ms", "action", "params", "state"),
-    "footer": ("trace_id", "steps", "end_reason", "invariants"),
-}
+# the pyspark-free field lists (spark_trace_analysis.schema imports pyspark; the baseline
+# process never loads it)
+from spark_trace_analysis.fields import REQUIRED, TRACE_SCHEMA  # noqa: E402
 LONG_FIELDS = ("seed", "step", "time_ms", "steps")
 LIST_FIELDS = ("model_values", "variables", "violations")
 MAP_FIELDS = ("invariants",)

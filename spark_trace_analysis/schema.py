@@ -38,15 +38,7 @@ LINE = T.StructType([
     _f(CORRUPT, S),
 ])
 
-TRACE_SCHEMA = "kraftcheck-trace/1"
-
-# Fields each kind of line must carry (checked in ingest; a missing one makes a bad row).
-REQUIRED = {
-    "header": ("schema", "trace_id", "protocol", "seed", "fault_profile", "spec_module",
-               "variables"),
-    "step": ("trace_id", "step", "time_ms", "action", "params", "state"),
-    "footer": ("trace_id", "steps", "end_reason", "invariants"),
-}
+from spark_trace_analysis.fields import REQUIRED, TRACE_SCHEMA  # noqa: E402,F401 (re-exported)
 
 # What the Python pass derives from one step's state (see observe.py for the definitions).
 OBSERVATION = T.StructType([

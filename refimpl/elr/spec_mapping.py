@@ -40,6 +40,8 @@ from typing import Any
 
 from kraftcheck.values import Fn, canonical, to_itf
 
+from refimpl.trace.logjson import LogJson
+
 from .types import NO_EPOCH, NO_LEADER, ElrConfig, LogEntry
 
 __all__ = ["VARIABLES", "NO_REPLY", "ACTION_MAP", "BOUNDARIES", "STUTTERS", "project",
@@ -303,43 +305,18 @@ class StateEncoder:
         self._vars = sorted(VARIABLES)
         self._brokers = sorted(config.brokers)
         self._cache: dict[str, tuple[tuple, str]] = {}
-        self._logs: dict[str, tuple[tuple, str]] = {}
-        self._rec: dict[LogEntry, str] = {}
-
-    def _record_json(self, e: LogEntry) -> str:
-        t = self._rec.get(e)
-        if t is None:
-            t = '{"epoch":' + str(e.epoch) + ',"value":' + json.dumps(e.value) + "}"
-            if len(self._rec) > 100_000:
-                self._rec.clear()
-            self._rec[e] = t
-        return t
-
-    def _log_json(self, key: str, log: tuple) -> str:
-        c = self._logs.get(key)
-        if c is not None:
-            old, txt = c
-            if old is log:
-                return txt
-            k = len(old)
-            if len(log) > k and log[:k] == old:
-                add = ",".join([self._record_json(e) for e in log[k:]])
-                txt = txt[:-1] + ("," if k else "") + add + "]"
-                self._logs[key] = (log, txt)
-                return txt
-        txt = "[" + ",".join([self._record_json(e) for e in log]) + "]"
-        self._logs[key] = (log, txt)
-        return txt
+        self._logjson = LogJson(lambda e: '{"epoch":' + str(e.epoch) + ',"value":'
+                                + json.dumps(e.value) + "}")
 
     def encode(self, world) -> str:
         v = _View(self.c, world)
         parts = []
         for k in self._vars:
             if k == "log":
-                txt = "{" + ",".join([json.dumps(b) + ":" + self._log_json(
+                txt = "{" + ",".join([json.dumps(b) + ":" + self._logjson.log(
                     b, world.states[b].log.entries) for b in self._brokers]) + "}"
             elif k == "committedLog":
-                txt = self._log_json("", v.committed)
+                txt = self._logjson.log("", v.committed)
             else:
                 src = _SOURCES[k](v)
                 hit = self._cache.get(k)

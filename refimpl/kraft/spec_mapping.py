@@ -29,6 +29,7 @@ from refimpl.kraft.messages import (
 )
 from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.protocol import Envelope, World, dumps
+from refimpl.trace.logjson import LogJson
 
 __all__ = [
     "SPEC_MODULE", "NIL", "LEADER_CHANGE", "VARIABLES", "PER_NODE_VARIABLES", "ROLE_NAMES",
@@ -239,6 +240,11 @@ class _Quoted(dict):
         return v
 
 
+def _record_text(r: Record) -> str:
+    v = LEADER_CHANGE if r.control is not None else r.value
+    return '{"epoch":' + str(r.epoch) + ',"value":' + json.dumps(v) + "}"
+
+
 class StateEncoder:
     """Fast, cached ITF JSON text of `project(world)`: per-node fragments are recomputed only
     when a node's state object changes, logs are extended incrementally, message texts are
@@ -251,8 +257,7 @@ class StateEncoder:
         q = self._q = _Quoted()
         self._frag: dict[str, tuple[object, dict[str, str]]] = {}
         self._msg: dict[int, tuple[Envelope, str]] = {}
-        self._rec: dict[Record, str] = {}
-        self._logs: dict[str, tuple[tuple, str]] = {}
+        self._logjson = LogJson(_record_text)
         self._keys_list = [q[n] + ":" for n in self.nodes]
         self._sorted_vars = sorted(VARIABLES)
         self._msgs_slot = 2 * self._sorted_vars.index("msgs") + 1
@@ -266,31 +271,11 @@ class StateEncoder:
         self._var_cache: dict[str, tuple[tuple, str]] = {}
 
     def record_json(self, r: Record) -> str:
-        t = self._rec.get(r)
-        if t is None:
-            v = LEADER_CHANGE if r.control is not None else r.value
-            t = '{"epoch":' + str(r.epoch) + ',"value":' + json.dumps(v) + "}"
-            if len(self._rec) > 100_000:
-                self._rec.clear()
-            self._rec[r] = t
-        return t
+        return self._logjson.record(r)
 
     def log_json(self, n: str, log: tuple) -> str:
         """The log's JSON array, extended incrementally while the log only grows."""
-        c = self._logs.get(n)
-        if c is not None:
-            old, txt = c
-            if old is log:
-                return txt
-            k = len(old)
-            if len(log) > k and log[:k] == old:
-                add = ",".join([self.record_json(r) for r in log[k:]])
-                txt = txt[:-1] + ("," if k else "") + add + "]"
-                self._logs[n] = (log, txt)
-                return txt
-        txt = "[" + ",".join([self.record_json(r) for r in log]) + "]"
-        self._logs[n] = (log, txt)
-        return txt
+        return self._logjson.log(n, log)
 
     def _set(self, names: frozenset) -> str:
         t = self._sets.get(names)
