@@ -24,7 +24,8 @@ warm-up order; each size starts cold):
 
 Then the parent compares the two outputs (`compare`): the summary's traces, steps, lines,
 bad-row and verdict counts; the traces, bad_rows, verdicts, conformance, first_failure, actions,
-metrics, election_latency, commit_latency and metrics_by_profile tables row for row (floats to
+metrics, election_latency, commit_latency, metrics_by_profile and the two latency histogram
+tables row for row (floats to
 12 significant digits); and the distinct state fingerprints of the two steps tables.  The one
 statistic computed differently is the p50/p95 latency per profile: Spark's percentile_approx
 (rank error at most n/10000) against the exact value; it is checked to lie within that rank
@@ -268,7 +269,7 @@ def child_baseline(corpus: Path, out: Path) -> dict:
 
 # the pyspark-free field lists (spark_trace_analysis.schema imports pyspark; the baseline
 # process never loads it)
-from spark_trace_analysis.fields import REQUIRED, TRACE_SCHEMA  # noqa: E402
+from spark_trace_analysis.fields import REQUIRED, TRACE_SCHEMA, hist_grid  # noqa: E402
 LONG_FIELDS = ("seed", "step", "time_ms", "steps")
 LIST_FIELDS = ("model_values", "variables", "violations")
 MAP_FIELDS = ("invariants",)
@@ -665,6 +666,7 @@ def baseline(corpus: Path, out: Path) -> dict:
             "commit_latency_p50": _exact_percentile(cl, 0.5),
             "commit_latency_p95": _exact_percentile(cl, 0.95),
             "commit_latency_max": cl[-1] if cl else None})
+    el_hist, cl_hist = _histogram(el_rows), _histogram(cl_rows)
     bad_rows.sort(key=lambda r: (r["file"], r["line"]))
     write("traces", trace_rows)
     write("bad_rows", bad_rows, pa.schema([("file", pa.string()), ("line", pa.int64()),
@@ -682,6 +684,8 @@ def baseline(corpus: Path, out: Path) -> dict:
     write("election_latency", el_rows)
     write("commit_latency", cl_rows)
     write("metrics_by_profile", mbp)
+    write("election_latency_hist", el_hist)
+    write("commit_latency_hist", cl_hist)
     vcount: dict[str, int] = defaultdict(int)
     for v in verdict_rows:
         vcount[v["verdict"]] += 1
@@ -696,14 +700,25 @@ def baseline(corpus: Path, out: Path) -> dict:
     summary["report"] = str(out / "report.html")
     tables = {"conformance": conformance, "first_failure": [], "actions": action_rows,
               "metrics_by_profile": mbp,
-              "election_latency": [{k: e[k] for k in ("protocol", "fault_profile", "latency_ms")}
-                                   for e in el_rows[:200_000]],
-              "commit_latency": [{k: c[k] for k in ("protocol", "fault_profile", "latency_ms")}
-                                 for c in cl_rows[:200_000]],
+              "election_latency_hist": el_hist, "commit_latency_hist": cl_hist,
               "bad_rows": bad_rows[:50]}
     write_atomic(out / "report.html", render_report(summary, tables))
     write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     return summary
+
+
+def _histogram(rows: list[dict]) -> list[dict]:
+    """metrics.latency_histogram in plain Python: the same grid (fields.hist_grid)."""
+    if not rows:
+        return []
+    lats = [r["latency_ms"] for r in rows]
+    origin, width = hist_grid(min(lats), max(lats))
+    counts: dict[tuple, int] = defaultdict(int)
+    for r in rows:
+        counts[(r["protocol"], r["fault_profile"], (r["latency_ms"] - origin) // width)] += 1
+    return [{"protocol": p, "fault_profile": f, "bin": b, "lo": b * width + origin,
+             "hi": (b + 1) * width + origin, "count": n}
+            for (p, f, b), n in sorted(counts.items())]
 
 
 # --------------------------------------------------------------------------- comparing
@@ -725,6 +740,7 @@ COMPARED = {   # table -> columns compared row for row
     "commit_latency": ("trace_id", "protocol", "fault_profile", "bug", "offset", "appended_ms",
                        "committed_ms", "latency_ms"),
     "metrics_by_profile": "all but percentiles",
+    "election_latency_hist": None, "commit_latency_hist": None,
 }
 
 

@@ -11,3 +11,16 @@ REQUIRED = {
     "step": ("trace_id", "step", "time_ms", "action", "params", "state"),
     "footer": ("trace_id", "steps", "end_reason", "invariants"),
 }
+
+# The report's latency histograms (metrics.latency_histogram, and the benchmark's baseline):
+# HIST_BINS bins of one integer width over the whole table, so the histogram has a bounded
+# size however large the corpus is.
+HIST_BINS = 30
+
+
+def hist_grid(lo: int, hi: int, bins: int = HIST_BINS) -> tuple[int, int]:
+    """(origin, width) of a histogram of integer values in [lo, hi]: bins of equal integer
+    width starting at min(lo, 0), enough of them (at most `bins`) to hold hi.  A value x
+    falls in bin (x - origin) // width, which covers [origin + bin*width, origin + (bin+1)*width)."""
+    origin = min(lo, 0)
+    return origin, (hi - origin) // bins + 1

@@ -201,10 +201,10 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     tables["first_failure"] = _rows(ff)
     tables["actions"] = _rows(acts)
     tables["metrics_by_profile"] = _rows(mp)
-    tables["election_latency"] = _rows(el.select("protocol", "fault_profile", "latency_ms"),
-                                       200_000)
-    tables["commit_latency"] = _rows(cl.select("protocol", "fault_profile", "latency_ms"),
-                                     200_000)
+    tables["election_latency_hist"] = _rows(
+        _write(metrics.latency_histogram(el), tmp / "election_latency_hist"))
+    tables["commit_latency_hist"] = _rows(
+        _write(metrics.latency_histogram(cl), tmp / "commit_latency_hist"))
     tables["bad_rows"] = _rows(spark.read.parquet(str(tmp / "bad_rows")).orderBy("file", "line"),
                                50)
     if vfiles:

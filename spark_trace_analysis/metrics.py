@@ -20,8 +20,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from spark_trace_analysis.fields import HIST_BINS, hist_grid
+
 __all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies",
-           "metrics_by_profile"]
+           "metrics_by_profile", "latency_histogram"]
 
 KEYS = ("trace_id", "protocol", "fault_profile", "bug")
 
@@ -140,3 +142,25 @@ def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame) -> DataFrame
         F.percentile_approx("latency_ms", 0.95).alias("commit_latency_p95"),
         F.max("latency_ms").alias("commit_latency_max"))
     return a.join(b, list(g), "left").join(c, list(g), "left").orderBy(*g)
+
+
+HIST_SCHEMA = ("protocol string, fault_profile string, bin long, lo long, hi long, "
+               "count long")
+
+
+def latency_histogram(lat: DataFrame, bins: int = HIST_BINS) -> DataFrame:
+    """The report's histogram of a latency table (election_latency or commit_latency): per
+    protocol and fault profile, how many latencies fall in each of at most `bins` bins of one
+    integer width over the whole table (fields.hist_grid; empty bins have no row).  Its size is
+    bounded by groups x bins, so the driver never collects the latencies themselves."""
+    r = lat.agg(F.min("latency_ms").alias("lo"), F.max("latency_ms").alias("hi")).first()
+    if r.lo is None:
+        return lat.sparkSession.createDataFrame([], HIST_SCHEMA)
+    origin, width = hist_grid(r.lo, r.hi, bins)
+    b = F.expr(f"(latency_ms - ({origin})) div {width}")  # integer division; never negative
+    return (lat.groupBy("protocol", "fault_profile", b.alias("bin"))
+            .agg(F.count(F.lit(1)).alias("count"))
+            .select("protocol", "fault_profile", "bin",
+                    (F.col("bin") * width + origin).alias("lo"),
+                    ((F.col("bin") + 1) * width + origin).alias("hi"), "count")
+            .orderBy("protocol", "fault_profile", "bin"))

@@ -129,16 +129,27 @@ def state_info(text: str) -> tuple[str | None, str | None, dict | None]:
     return fp, None, obs
 
 
+def _arrow_row(text: str | None) -> dict | None:
+    if text is None:
+        return None
+    fp, err, obs = state_info(text)
+    if obs is not None:
+        obs = dict(obs, log_lens=list(obs["log_lens"].items()), hwms=list(obs["hwms"].items()))
+    return {"fp": fp, "error": err, "obs": obs}
+
+
 def state_info_arrow(texts: pa.Array) -> pa.Array:
-    """The vectorised form used by the Spark UDF: a string array -> STATE_INFO_ARROW array."""
-    out = []
+    """The vectorised form used by the Spark UDF: a string array -> STATE_INFO_ARROW array.
+    Bounded runs repeat states, so each distinct text of the batch is converted to Arrow once
+    and the result is gathered with `take` (building nested Arrow values from Python objects
+    is what costs, not the cached decoding)."""
+    index: dict[str | None, int] = {}
+    rows: list[dict | None] = []
+    picks: list[int] = []
     for t in texts.to_pylist():
-        if t is None:
-            out.append(None)
-            continue
-        fp, err, obs = state_info(t)
-        if obs is not None:
-            obs = dict(obs, log_lens=list(obs["log_lens"].items()),
-                       hwms=list(obs["hwms"].items()))
-        out.append({"fp": fp, "error": err, "obs": obs})
-    return pa.array(out, type=STATE_INFO_ARROW)
+        i = index.get(t)
+        if i is None:
+            i = index[t] = len(rows)
+            rows.append(_arrow_row(t))
+        picks.append(i)
+    return pa.array(rows, type=STATE_INFO_ARROW).take(pa.array(picks, type=pa.int32()))

@@ -53,20 +53,30 @@ def _coverage_plot(actions: list[dict]) -> str | None:
     return _png(fig)
 
 
-def _latency_plot(rows: list[dict], title: str, color: str) -> str | None:
-    by: dict[str, list[float]] = defaultdict(list)
-    for r in rows:
-        by[f"{r['protocol']}/{r['fault_profile']}"].append(r["latency_ms"])
-    if not by:
+def _latency_plot(hist: list[dict], title: str, what: str) -> str | None:
+    """Step histograms, one per protocol/fault profile, of a latency histogram table
+    (metrics.latency_histogram: one grid of equal bins for all groups), each as the share of
+    its group's count so that profiles of different sizes compare."""
+    if not hist:
         return None
-    keys = sorted(by)
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(keys) + 1.5))
-    labels = [f"{k}  (n={len(by[k])})" for k in keys]
-    ax.boxplot([by[k] for k in keys], orientation="horizontal", tick_labels=labels, showfliers=True,
-               patch_artist=True, boxprops={"facecolor": color, "alpha": 0.6})
-    ax.set_xlabel("virtual ms")
+    groups: dict[str, dict[int, int]] = defaultdict(dict)
+    for r in hist:
+        groups[f"{r['protocol']}/{r['fault_profile']}"][r["bin"]] = r["count"]
+    width = hist[0]["hi"] - hist[0]["lo"]
+    origin = hist[0]["lo"] - hist[0]["bin"] * width
+    nbins = max(r["bin"] for r in hist) + 1
+    edges = [origin + i * width for i in range(nbins + 1)]
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    for k in sorted(groups):
+        n = sum(groups[k].values())
+        shares = [100 * groups[k].get(i, 0) / n for i in range(nbins)]
+        ax.stairs(shares, edges, label=f"{k}  (n={n:,})", linewidth=1.6)
+    ax.set_xlim(edges[0], edges[-1])
+    ax.set_xlabel(f"virtual ms (bins of {width} ms)")
+    ax.set_ylabel(f"share of {what} (%)")
     ax.set_title(title)
-    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
     return _png(fig)
 
 
@@ -229,10 +239,10 @@ def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
         "by_bug": _stacked(_sum_by(tables["conformance"], "bug"), "bug",
                            "Trace verdicts by planted bug"),
         "failing": _failing_steps(tables.get("first_failure") or []),
-        "election": _latency_plot(tables.get("election_latency") or [],
-                                  "Election latency by fault profile", "#6a1b9a"),
-        "commit": _latency_plot(tables.get("commit_latency") or [],
-                                "Commit latency by fault profile", "#00838f"),
+        "election": _latency_plot(tables.get("election_latency_hist") or [],
+                                  "Election latency by fault profile", "elections"),
+        "commit": _latency_plot(tables.get("commit_latency_hist") or [],
+                                "Commit latency by fault profile", "committed offsets"),
     }
     cov = (tables.get("coverage_summary") or [None])[0]
     never = [a["action"] for a in cov_actions if a["in_graph"] and a["edges_visited"] == 0]

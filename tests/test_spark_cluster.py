@@ -18,7 +18,8 @@ FIX = Path(__file__).parent / "fixtures" / "spark"
 TABLES = ("traces", "conformance", "actions", "metrics", "election_latency", "commit_latency",
           "bad_rows", "metrics_by_profile", "graph_states", "graph_edges", "validation",
           "disagreements", "first_failure", "coverage_summary", "coverage_actions",
-          "coverage_traces", "unvisited_states", "bad_rows_verdicts")
+          "coverage_traces", "unvisited_states", "bad_rows_verdicts", "election_latency_hist",
+          "commit_latency_hist")
 RUN = dict(graph=str(FIX / "graph.dot"), graph_bounds="tests/fixtures/spark/graph.cfg",
            verdicts=str(FIX / "verdicts.jsonl"))
 

@@ -206,6 +206,31 @@ def test_trace_metrics(run):
             byp[("kraft", "partitions")]["elections_per_trace"]) == (2, 0.5)
 
 
+
+def test_latency_histograms_have_exact_bins_and_keep_every_latency(run):
+    # election latencies 30, 30, 70, 120, 240, 350 -> 30 bins of 350 // 30 + 1 = 12 ms from 0;
+    # commit latencies 20, 60 -> bins of 3 ms
+    def bins(name):
+        acc: dict[tuple, int] = {}
+        for r in table(run, name):
+            k = (r["bin"], r["lo"], r["hi"])
+            acc[k] = acc.get(k, 0) + r["count"]
+        return acc
+    assert bins("election_latency_hist") == {(2, 24, 36): 2, (5, 60, 72): 1, (10, 120, 132): 1,
+                                             (20, 240, 252): 1, (29, 348, 360): 1}
+    assert bins("commit_latency_hist") == {(6, 18, 21): 1, (20, 60, 63): 1}
+    for lat, hist in (("election_latency", "election_latency_hist"),
+                      ("commit_latency", "commit_latency_hist")):
+        per_group: dict[tuple, int] = {}
+        for r in table(run, lat):
+            g = (r["protocol"], r["fault_profile"])
+            per_group[g] = per_group.get(g, 0) + 1
+        got: dict[tuple, int] = {}
+        for r in table(run, hist):
+            g = (r["protocol"], r["fault_profile"])
+            got[g] = got.get(g, 0) + r["count"]
+        assert got == per_group
+
 def _reference_verdicts() -> dict[str, tuple]:
     """The lookup rule run in plain Python over the fixture files and graph.dot."""
     states, initial, edges, ids = set(), set(), set(), {}
@@ -356,7 +381,7 @@ def test_benchmark_baseline_computes_the_same_tables_as_spark(run, tmp_path):
     bench_spark.baseline(CORPUS, tmp_path / "base")
     r = bench_spark.compare(tmp_path / "spark", tmp_path / "base")
     assert r["notes"] == [] and r["agree"] is True
-    assert len(r["checks"]) == 17 and r["distinct_states"] == 23
+    assert len(r["checks"]) == 19 and r["distinct_states"] == 23
     path = next((tmp_path / "base" / "metrics").glob("*.parquet"))
     t = pq.read_table(path).to_pylist()
     t[0]["leaderless_ms"] += 1
