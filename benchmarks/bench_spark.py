@@ -164,8 +164,10 @@ def generate(n_events: int, folder: Path) -> Path:
 
 # --------------------------------------------------------------------------- measuring
 
-def _tree_rss_kib(root: int) -> int:
-    """Resident memory of `root` and all its descendants (KiB), from /proc."""
+def _tree_rss_kib(root: int) -> tuple[int, dict[str, int]]:
+    """Resident memory of `root` and all its descendants (KiB), from /proc: the total and
+    per role (`driver`: root itself; `jvm`: java processes; `python_workers`: the others, i.e.
+    PySpark's daemon and workers)."""
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -182,20 +184,32 @@ def _tree_rss_kib(root: int) -> int:
             continue
         children.setdefault(ppid, []).append(int(d))
         rss[int(d)] = pages * page_kib
-    total, stack = 0, [root]
+    roles: dict[str, int] = {"driver": 0, "jvm": 0, "python_workers": 0}
+    stack = [root]
     while stack:
         p = stack.pop()
-        total += rss.get(p, 0)
+        if p == root:
+            role = "driver"
+        else:
+            try:
+                with open(f"/proc/{p}/cmdline", "rb") as f:
+                    exe = f.read().split(b"\0", 1)[0]
+            except OSError:
+                exe = b""
+            role = "jvm" if exe.endswith(b"java") else "python_workers"
+        roles[role] += rss.get(p, 0)
         stack += children.get(p, [])
-    return total
+    return sum(roles.values()), roles
 
 
 class PeakSampler:
-    """Samples the RSS of the process tree rooted at `root`; with `log_every` it also prints
-    the running peak to stderr (a long run then leaves evidence even if it is stopped)."""
+    """Samples the RSS of the process tree rooted at `root` (the total's peak, and each role's
+    own peak); with `log_every` it also prints the running peak to stderr (a long run then
+    leaves evidence even if it is stopped)."""
 
     def __init__(self, root: int, period: float = 0.2, log_every: float = 0, label: str = ""):
         self.root, self.period, self.peak, self.log_every = root, period, 0, log_every
+        self.role_peaks: dict[str, int] = {}
         self.label = label
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
@@ -203,7 +217,10 @@ class PeakSampler:
     def _run(self):
         t0 = last = time.monotonic()
         while not self._stop.is_set():
-            self.peak = max(self.peak, _tree_rss_kib(self.root))
+            total, roles = _tree_rss_kib(self.root)
+            self.peak = max(self.peak, total)
+            for k, v in roles.items():
+                self.role_peaks[k] = max(self.role_peaks.get(k, 0), v)
             now = time.monotonic()
             if self.log_every and now - last >= self.log_every:
                 last = now
@@ -238,6 +255,7 @@ def run_child(kind: str, corpus: Path, out: Path) -> dict:
     r = json.loads(lines[-1])
     r["process_wall_s"] = round(process_wall, 1)
     r["tree_peak_rss_mib"] = round(ps.peak / 1024)   # sampled every 0.2 s
+    r["role_peak_rss_mib"] = {k: round(v / 1024) for k, v in ps.role_peaks.items() if v}
     if kind == "spark":
         r["peak_rss_mib"] = r["tree_peak_rss_mib"]
     return r
@@ -843,6 +861,9 @@ def _flatness(results: list[dict]) -> dict | None:
         if side in lo and side in hi:
             a, b = lo[side]["peak_rss_mib"], hi[side]["peak_rss_mib"]
             out[side] = {"peak_rss_mib": [a, b], "ratio": round(b / a, 2) if a else None}
+            ra, rb = lo[side].get("role_peak_rss_mib", {}), hi[side].get("role_peak_rss_mib", {})
+            if side == "spark" and ra and rb:
+                out[side]["by_role_mib"] = {k: [ra.get(k), rb.get(k)] for k in sorted(ra | rb)}
     return out
 
 
@@ -907,6 +928,8 @@ def main(argv=None) -> int:
                 f = flat[side]
                 print(f"  {side:8} {f['peak_rss_mib'][0]} -> {f['peak_rss_mib'][1]} MiB "
                       f"(ratio {f['ratio']})")
+                for role, (a, b) in f.get("by_role_mib", {}).items():
+                    print(f"    {role:15} {a} -> {b} MiB (each role's own peak)")
     return 0 if all(r.get("agree", True) for r in results) else 1
 
 
