@@ -52,7 +52,8 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 
 def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
-              graph: str | None = None, verdicts: str | os.PathLike | None = None,
+              graph: str | None = None,
+              verdicts: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
               master: str | None = None, progress: Progress | None = None,
               sample_unvisited: int = 20, graph_bounds: str | None = None) -> dict:
     """Run every stage; returns the summary (also written to out/summary.json) with
@@ -63,7 +64,9 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
     t0 = time.monotonic()
     out = Path(out).resolve()
     files = ingest.expand_inputs(corpus_paths)
-    vfiles = ingest.expand_inputs([verdicts], (".jsonl", ".json")) if verdicts else None
+    if isinstance(verdicts, (str, os.PathLike)):
+        verdicts = [verdicts]
+    vfiles = ingest.expand_inputs(verdicts, (".jsonl", ".json")) if verdicts else None
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
@@ -131,14 +134,21 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     if checker is not None and dist is not None:
         say("comparing the checker's verdicts with the distributed validation")
         a = validate.agreement(checker_all, dist).cache()
+        # judged inside the graph: the distributed verdict is not out of scope (the trace
+        # stayed inside the bounded graph and is of the graph's protocol); these must agree
+        inside = (F.col("side") == "both") & (F.col("spark_verdict") != "out_of_scope")
         row = a.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("agree").cast("int")).alias("k"),
                     F.sum((F.col("side") == "checker_only").cast("int")).alias("c"),
-                    F.sum((F.col("side") == "spark_only").cast("int")).alias("d")).first()
+                    F.sum((F.col("side") == "spark_only").cast("int")).alias("d"),
+                    F.sum(inside.cast("int")).alias("gi"),
+                    F.sum((inside & F.col("agree")).cast("int")).alias("gk")).first()
         diffs = _write(a.filter(~F.col("agree")), tmp / "disagreements")
         a.unpersist()
         summary["agreement"] = {"compared": row.n, "agree": int(row.k or 0),
                                 "disagree": row.n - int(row.k or 0),
-                                "checker_only": int(row.c or 0), "spark_only": int(row.d or 0)}
+                                "checker_only": int(row.c or 0), "spark_only": int(row.d or 0),
+                                "judged_in_graph": int(row.gi or 0),
+                                "agree_in_graph": int(row.gk or 0)}
     if checker is not None:
         verdicts, source = checker, "the trace checker (--verdicts)"
     elif dist is not None:

@@ -193,12 +193,12 @@ def test_a_bug_switched_on_by_the_bounds_is_recorded(tmp_path):
     m = run_seeds(RunSpec("elr", [0], "chaos", 200, str(cfg)), tmp_path / "out")
     assert m["planted_bug"] == "hwm-on-maximal-isr" and m["arguments"]["bug"] is None
     (t,) = m["traces"]
-    assert t["trace_id"] == "elr-chaos-hwm-on-maximal-isr-0"
+    assert t["trace_id"] == "elr-chaos-hwm-on-maximal-isr-0@bug"   # @ the bounds file stem
     header = json.loads((tmp_path / "out" / t["file"]).read_text().splitlines()[0])
     assert header["bug"] == "hwm-on-maximal-isr"
     (tmp_path / "ok.cfg").write_text(CFG)
     clean = run_seeds(RunSpec("elr", [0], "chaos", 200, str(tmp_path / "ok.cfg")), None)
-    assert clean["planted_bug"] is None and clean["traces"][0]["trace_id"] == "elr-chaos-0"
+    assert clean["planted_bug"] is None and clean["traces"][0]["trace_id"] == "elr-chaos-0@ok"
 
 
 # --------------------------------------------------------------------------- spec mapping

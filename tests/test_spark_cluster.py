@@ -121,7 +121,8 @@ def test_standalone_cluster_gives_the_local_result(cluster, tmp_path):
                  "t-wide": ("out_of_scope", None, 2), "t-elr": ("out_of_scope", None, None),
                  "t-nofooter": ("malformed", None, None), "t-bad": ("malformed", None, None)}
     assert remote["agreement"] == {"compared": 8, "agree": 7, "disagree": 1,
-                                   "checker_only": 0, "spark_only": 0}
+                                   "checker_only": 0, "spark_only": 0, "judged_in_graph": 6,
+                                   "agree_in_graph": 6}
     assert [r["trace_id"] for r in remote_t["disagreements"]] == ["t-wide"]
     c = remote_t["coverage_summary"][0]
     assert (c["states"], c["states_visited"], c["edges"], c["edges_visited"], c["actions"],

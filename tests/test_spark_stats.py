@@ -338,8 +338,9 @@ def test_agreement_with_the_checker_verdicts_file(run):
     s, _, _ = run
     # verdicts.jsonl stands for `kraftcheck validate` after its TLC re-check, which finds
     # t-wide valid under raised bounds; the distributed validation has it out of scope
+    # judged inside the graph: every trace whose distributed verdict is not out of scope
     assert s["agreement"] == {"compared": 8, "agree": 7, "disagree": 1, "checker_only": 0,
-                              "spark_only": 0}
+                              "spark_only": 0, "judged_in_graph": 6, "agree_in_graph": 6}
     d = table(run, "disagreements")
     assert [(r["trace_id"], r["side"], r["checker_verdict"], r["spark_verdict"]) for r in d] == \
         [("t-wide", "both", "valid", "out_of_scope")]

@@ -69,8 +69,10 @@ def stats(
         if s.get("agreement"):
             a = s["agreement"]
             console.print(f"distributed validation agrees with the checker on "
-                          f"{a['agree']}/{a['compared']} traces ({a['checker_only']} checker "
-                          f"only, {a['spark_only']} distributed only)")
+                          f"{a['agree_in_graph']}/{a['judged_in_graph']} traces judged inside "
+                          f"the graph; {a['agree']}/{a['compared']} in all "
+                          f"({a['checker_only']} checker only, {a['spark_only']} distributed "
+                          f"only; the rest left the graph or are of another protocol)")
         console.print(f"report: {escape(s['report'])}")
     raise typer.Exit(0)
 

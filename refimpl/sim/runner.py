@@ -120,8 +120,13 @@ class RunSpec:
         return cls, bounds
 
 
-def trace_id(protocol: str, faults: str, seed: int, bug: str | None) -> str:
-    return f"{protocol}-{faults}-{bug}-{seed}" if bug else f"{protocol}-{faults}-{seed}"
+def trace_id(protocol: str, faults: str, seed: int, bug: str | None,
+             bounds: str | None = None) -> str:
+    """A trace's id, unique across the runs a corpus merges: protocol, fault profile, planted
+    bug, seed and, for a run under --bounds, the config's file stem (`kraft-chaos-3`,
+    `kraft-chaos-vote-ignores-log-3`, `kraft-chaos-3@kraft-graph-small`)."""
+    tid = f"{protocol}-{faults}-{bug}-{seed}" if bug else f"{protocol}-{faults}-{seed}"
+    return f"{tid}@{Path(bounds).stem}" if bounds else tid
 
 
 def run_seeds(spec: RunSpec, out_dir: Path | None,
@@ -142,7 +147,7 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
     planted = getattr(cls.from_options(bounds, spec.bug), "planted_bug", None) or spec.bug
     for seed in spec.seeds:
         adapter = cls.from_options(bounds, spec.bug)
-        tid = trace_id(spec.protocol, spec.faults, seed, planted)
+        tid = trace_id(spec.protocol, spec.faults, seed, planted, spec.bounds_path)
         r = Simulator(adapter, seed, profile, spec.steps, trace=out_dir is not None,
                       trace_id=tid, bounds_label=bounds_label, bug=planted).run()
         entry = {"trace_id": tid, "seed": seed, "actions": r.steps,
