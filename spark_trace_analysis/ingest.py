@@ -151,6 +151,7 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     headers = (good.filter(F.col("kind") == "header")
                .groupBy("trace_id")
                .agg(F.count(F.lit(1)).alias("n_headers"),
+                    F.countDistinct("file").alias("n_header_files"),
                     *[F.first(c, ignorenulls=True).alias(c) for c in (
                         "file", "protocol", "seed", "fault_profile", "bug", "bounds",
                         "spec_module", "variables")]))
@@ -237,6 +238,10 @@ def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_ro
     problems = F.array_compact(F.array(
         F.when(F.col("n_headers").isNull(), F.lit("no header")),
         F.when(F.col("n_headers") > 1, F.lit("more than one header")),
+        # two runs that wrote the same trace id: the corpus merges runs whose ids collide
+        F.when(F.col("n_header_files") > 1,
+               F.concat(F.lit("trace id in "), F.col("n_header_files").cast("string"),
+                        F.lit(" files"))),
         F.when(F.col("n_footers").isNull(), F.lit("no footer")),
         F.when(F.col("n_footers") > 1, F.lit("more than one footer")),
         F.when(F.col("n_steps") == 0, F.lit("no steps")),

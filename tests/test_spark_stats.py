@@ -408,3 +408,21 @@ def test_report_is_self_contained_with_plots(run):
     assert "t-wide (tlc_configs/kraft-wide.cfg)" in html
     assert "http://" not in html and "https://" not in html
     assert not list(out.parent.glob(".out.tmp-*"))
+
+
+def test_a_trace_id_written_by_two_runs_is_reported(run, tmp_path):
+    """Merged runs whose trace ids collide: the trace is malformed, and its problems say that
+    its id is in two files."""
+    import shutil
+
+    from spark_trace_analysis.jobs import run_stats
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        shutil.copy(CORPUS / "t-valid.jsonl", tmp_path / d / "t-valid.jsonl")
+    s = run_stats([str(tmp_path / "a"), str(tmp_path / "b")], tmp_path / "out",
+                  master="local[2]")
+    assert (s["traces"], s["verdicts"]) == (1, {"malformed": 1})
+    _, _, spark = run
+    (t,) = [r.asDict() for r in spark.read.parquet(str(tmp_path / "out" / "traces")).collect()]
+    assert t["problems"][:2] == ["more than one header", "trace id in 2 files"]
+    assert t["complete"] is False
