@@ -85,6 +85,7 @@ def _stage_validate(out: Path, show: bool) -> dict:
     runs = []
     for name, _protocol, _faults, cfg, graph_mode in CORPORA:
         graph = cfg if graph_mode else None
+        shutil.rmtree(out / "validate" / name, ignore_errors=True)   # this run's failures only
         s = validate_corpus([out / "traces" / name], graph=graph, lazy=graph is None,
                             out=out / "validate" / name)
         write_atomic(out / "verdicts" / f"{name}.json", json.dumps(s, indent=2, default=str) + "\n")
@@ -112,9 +113,11 @@ def _stage_stats(out: Path, show: bool) -> dict:
                   graph=GRAPH_CONFIGS["kraft"],
                   verdicts=[out / "verdicts" / f"{c[0]}.json" for c in CORPORA], progress=say)
     # the distributed validation must agree with the checker on every trace it judges inside
-    # the graph (the others left the bounded graph or are of another protocol)
+    # the graph (the others left the bounded graph or are of another protocol), and every
+    # trace must have a verdict on both sides
     a = s.get("agreement") or {}
-    ok = bool(a) and a.get("agree_in_graph") == a.get("judged_in_graph") > 0
+    ok = (bool(a) and a.get("agree_in_graph") == a.get("judged_in_graph") > 0
+          and a.get("checker_only") == 0 and a.get("spark_only") == 0)
     return {"stage": "stats", "ok": ok, "report": s["report"],
             "tables": str(out / "stats"), "coverage": s.get("coverage"),
             "agreement": s.get("agreement"), "bad_rows": s.get("bad_rows"),
