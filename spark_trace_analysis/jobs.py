@@ -134,21 +134,9 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     if checker is not None and dist is not None:
         say("comparing the checker's verdicts with the distributed validation")
         a = validate.agreement(checker_all, dist).cache()
-        # judged inside the graph: the distributed verdict is not out of scope (the trace
-        # stayed inside the bounded graph and is of the graph's protocol); these must agree
-        inside = (F.col("side") == "both") & (F.col("spark_verdict") != "out_of_scope")
-        row = a.agg(F.count(F.lit(1)).alias("n"), F.sum(F.col("agree").cast("int")).alias("k"),
-                    F.sum((F.col("side") == "checker_only").cast("int")).alias("c"),
-                    F.sum((F.col("side") == "spark_only").cast("int")).alias("d"),
-                    F.sum(inside.cast("int")).alias("gi"),
-                    F.sum((inside & F.col("agree")).cast("int")).alias("gk")).first()
+        summary["agreement"] = validate.agreement_counts(a)
         diffs = _write(a.filter(~F.col("agree")), tmp / "disagreements")
         a.unpersist()
-        summary["agreement"] = {"compared": row.n, "agree": int(row.k or 0),
-                                "disagree": row.n - int(row.k or 0),
-                                "checker_only": int(row.c or 0), "spark_only": int(row.d or 0),
-                                "judged_in_graph": int(row.gi or 0),
-                                "agree_in_graph": int(row.gk or 0)}
     if checker is not None:
         verdicts, source = checker, "the trace checker (--verdicts)"
     elif dist is not None:

@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-__all__ = ["step_checks", "validate", "agreement", "lookup_verdict"]
+__all__ = ["step_checks", "validate", "agreement", "lookup_verdict", "agreement_counts"]
 
 
 def step_checks(steps: DataFrame, states: DataFrame, edges: DataFrame) -> DataFrame:
@@ -122,6 +122,22 @@ def agreement(checker: DataFrame, dist: DataFrame) -> DataFrame:
                     "checker_step", "spark_step", "checker_action", "spark_action",
                     F.coalesce(same, F.lit(False)).alias("agree"))
 
+
+
+def agreement_counts(a: DataFrame) -> dict[str, int]:
+    """The summary of an `agreement` table, in one pass: compared, agree, disagree,
+    checker_only, spark_only, and judged_in_graph / agree_in_graph: the traces on both sides
+    whose distributed verdict is not out of scope (valid or invalid by the graph, or
+    malformed), which must all agree."""
+    side, agree = F.col("side"), F.col("agree")
+    inside = (side == "both") & (F.col("spark_verdict") != "out_of_scope")
+    conds = {"agree": agree, "checker_only": side == "checker_only",
+             "spark_only": side == "spark_only", "judged_in_graph": inside,
+             "agree_in_graph": inside & agree}
+    row = a.agg(F.count(F.lit(1)).alias("compared"),
+                *[F.sum(c.cast("int")).alias(k) for k, c in conds.items()]).first()
+    n = {k: int(row[k] or 0) for k in ("compared", *conds)}
+    return n | {"disagree": n["compared"] - n["agree"]}
 
 def lookup_verdict(steps: Iterable[tuple[int, str, str]], states: set[str], initial: set[str],
                    edges: set[tuple[str, str, str]]) -> tuple[str, int | None, str | None]:
