@@ -27,5 +27,13 @@ for _mod in sorted(m.name for m in pkgutil.iter_modules(_commands.__path__)):
     importlib.import_module(f"kraftcheck.commands.{_mod}").register(app)
 
 
+def _terminate(signum, _frame) -> None:
+    # SIGTERM unwinds like Ctrl-C: `finally` blocks stop TLC's process group and remove
+    # partial outputs (kraftcheck.tlc.runner) before the process exits with 128 + SIGTERM.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    import signal
+    signal.signal(signal.SIGTERM, _terminate)
     app()

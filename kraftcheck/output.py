@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -48,3 +49,27 @@ def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group()
+    o = ord(c)
+    if 0xDC80 <= o <= 0xDCFF:           # a byte of a non-UTF-8 file name (surrogateescape)
+        return f"\\x{o - 0xDC00:02x}"
+    return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+
+
+def plain(text: object) -> str:
+    """`text` with control characters (escape sequences, NUL, newlines), bidi overrides and
+    undecodable bytes of file names written as \\xNN / \\uNNNN: safe to print verbatim."""
+    return _UNSAFE.sub(_escape_char, str(text))
+
+
+def safe(text: object) -> str:
+    """Text from traces, file names or tools, for a Rich console: `plain`, and Rich markup
+    (`[red]`...) escaped, so it prints exactly as it is."""
+    from rich.markup import escape
+    return escape(plain(text))

@@ -16,6 +16,8 @@ def work_dir() -> Path:
     KRAFTCHECK_WORK overrides it; the default is .kraftcheck-work/ at the repository root, which
     is git-ignored.
     """
-    p = Path(os.environ.get("KRAFTCHECK_WORK", REPO_ROOT / ".kraftcheck-work"))
+    # absolute: TLC runs in a folder of its own, where a relative path would point elsewhere
+    p = Path(os.environ.get("KRAFTCHECK_WORK") or REPO_ROOT / ".kraftcheck-work").expanduser()
+    p = p.absolute()
     p.mkdir(parents=True, exist_ok=True)
     return p

@@ -181,9 +181,28 @@ def test_diagnosis_names_variables_and_paths(ticket_graph):
 def test_value_diff_paths():
     e = Fn({"n1": (1, 2), "n2": frozenset({1})})
     o = Fn({"n1": (1, 3), "n2": frozenset({2})})
-    assert value_diff(e, o) == [
-        {"path": "[n1][2]", "expected": 2, "observed": 3},
-        {"path": "[n2]", "missing": [1], "unexpected": [2]}]
+    assert value_diff(e, o, model_values={"n1", "n2"}) == [
+        {"path": "[n1][2]", "expected": 2, "observed": 3, "expected_tla": "2",
+         "observed_tla": "3"},
+        {"path": "[n2]", "missing": [1], "unexpected": [2], "missing_tla": ["1"],
+         "unexpected_tla": ["2"]}]
+    # a string that is not a model value is a TLA+ string in the path
+    assert value_diff(e, o)[0]["path"] == '["n1"][2]'
+
+
+def test_value_diff_paths_are_tla_syntax_not_python_reprs():
+    """A diagnosis names a bag's message by its TLA+ record and a replica by its id, never by
+    a Python repr (issue 10, item 5)."""
+    fetch = Fn({"type": "Fetch", "from": "n1", "epoch": 2})
+    e = Fn({"msgs": Fn({fetch: 1}), "highWatermark": Fn({"n1": 0, "n2": 0})})
+    o = Fn({"msgs": Fn({fetch: 2}), "highWatermark": Fn({"n1": 1, "n2": 0})})
+    mv = {"n1", "n2"}
+    paths = [dict(p, path=var + p["path"]) for var in ("highWatermark", "msgs")
+             for p in value_diff(e[var], o[var], model_values=mv)]
+    assert [p["path"] for p in paths] == [
+        "highWatermark[n1]", 'msgs[[epoch |-> 2, from |-> n1, type |-> "Fetch"]]']
+    assert paths[0]["expected_tla"] == "0" and paths[0]["observed_tla"] == "1"
+    assert not any("Fn(" in p["path"] or "'" in p["path"] for p in paths)
 
 
 # --------------------------------------------------------------------------- generated TLA+

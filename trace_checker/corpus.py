@@ -22,43 +22,62 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from kraftcheck.output import write_atomic
-from kraftcheck.paths import CONFIG_DIR, REPO_ROOT, SPEC_DIR
+from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
 from kraftcheck.tlc.cfg import CfgError, parse_cfg
 from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, load_manifest
 from trace_checker.codec import Codec
 from trace_checker.diagnose import diagnose
 from trace_checker.fullgraph import load_graph, resolve_entry
 from trace_checker.graph import StateGraph
-from trace_checker.neighbourhood import BOUND_PREFIX, Neighbourhood, NeighbourhoodError
+from trace_checker.neighbourhood import (BOUND_PREFIX, Neighbourhood, NeighbourhoodError,
+                                         TLCUnavailable)
 from trace_checker.observe import Observer
 from trace_checker.partial import TraceRun
-from trace_checker.tlagen import Unwritable, value_size
+from trace_checker.tlagen import Unwritable, check_tlc_ints, value_size
 from trace_checker.traces import Trace, TraceMalformed, read_trace
 from trace_checker import verdict as V
 
-__all__ = ["validate_corpus", "collect_files", "TRACE_SUFFIXES"]
+__all__ = ["validate_corpus", "collect_files", "resolve_base", "may_judge", "CorpusError",
+           "is_validate_out",
+           "TRACE_SUFFIXES"]
 
 TRACE_SUFFIXES = (".jsonl", ".ndjson", ".trace")
 Progress = Callable[[int, int], None]
 
 
-def collect_files(paths: Iterable[str | os.PathLike]) -> list[str]:
-    """Files given, plus every *.jsonl / *.ndjson / *.trace under the folders given."""
+class CorpusError(ValueError):
+    """The corpus itself is unusable (a path that does not exist or holds no trace file)."""
+
+
+def collect_files(paths: Iterable[str | os.PathLike], strict: bool = False) -> list[str]:
+    """Files given, plus every *.jsonl / *.ndjson / *.trace under the folders given.
+
+    strict: a path that does not exist, or a folder holding no trace file, raises CorpusError
+    (nothing to judge is never "ok")."""
     out: list[str] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            out.extend(str(f) for f in sorted(p.rglob("*"))
-                       if f.is_file() and f.suffix in TRACE_SUFFIXES
-                       and not f.name.endswith(".diagnosis.json"))
+            found = [str(f) for f in sorted(p.rglob("*"))
+                     if f.is_file() and f.suffix in TRACE_SUFFIXES
+                     and not f.name.endswith(".diagnosis.json")]
+            if strict and not found:
+                raise CorpusError(f"{p}: no trace file (*{', *'.join(TRACE_SUFFIXES)}) in this "
+                                  "folder")
+            out.extend(found)
         else:
+            if strict and not p.exists():
+                raise CorpusError(f"{p}: no such file or folder")
             out.append(str(p))
+    if strict and not out:
+        raise CorpusError("no trace file given")
     return list(dict.fromkeys(out))
 
 
@@ -113,13 +132,6 @@ def _manifest(manifest_dir: Path | None) -> list[ConfigEntry]:
     return load_manifest(manifest_dir or CONFIG_DIR)
 
 
-def _module_for(spec_module: str) -> Path | None:
-    for name in (f"MC{spec_module}.tla", f"{spec_module}.tla"):
-        if (SPEC_DIR / name).is_file():
-            return SPEC_DIR / name
-    return None
-
-
 def _cfg_model_values(entry: ConfigEntry) -> set[str]:
     cfg = parse_cfg(entry.cfg_path)
     names = set(cfg.model_values)
@@ -135,33 +147,99 @@ def _cfg_model_values(entry: ConfigEntry) -> set[str]:
     return names
 
 
-def resolve_base(trace: Trace, entries: list[ConfigEntry]) -> ConfigEntry:
-    """The config a trace is checked under: its header's bounds config, else the protocol's
-    default (a ci, bfs config of the trace's spec module defining its model values)."""
-    if trace.bounds:
-        cfg = Path(trace.bounds)
-        cfg = cfg if cfg.is_absolute() else REPO_ROOT / cfg
-        if not cfg.is_file():
-            raise LookupError(f"the header's bounds config {trace.bounds} does not exist")
-        for e in entries:
-            if e.cfg_path.resolve() == cfg.resolve():
-                return e
-        module = _module_for(trace.spec_module)
-        if module is None:
-            raise LookupError(f"no module spec/MC{trace.spec_module}.tla or "
-                              f"spec/{trace.spec_module}.tla for bounds {trace.bounds}")
-        return ConfigEntry(name=cfg.stem, module=str(module), cfg=str(cfg), profile="ci",
-                           expect="ok", description="bounds of a trace header", kip="none",
-                           manifest="trace header")
+def may_judge(e: ConfigEntry) -> bool:
+    """Configs a trace header may name: the protocol's own models, never a bug switch or a
+    finding (profile bugs, or an expectation other than ok)."""
+    return e.profile != "bugs" and e.expect == "ok"
+
+
+def _q(s: str) -> str:
+    s = s if len(s) <= 60 else s[:57] + "..."
+    return json.dumps(s)
+
+
+def _header_config_file(trace: Trace, config_dir: Path) -> str:
+    """The config name a header's bounds file path stands for: only `<folder>/NAME.cfg` with
+    <folder> the manifest folder (tlc_configs/), relative to the repository root."""
+    b = trace.bounds
+    assert b is not None and b.file is not None
+    field_ = "bounds.file" if b.field != "bounds" else "bounds"
+    raw = b.file
+    if "\\" in raw or "\0" in raw:
+        raise TraceMalformed(trace.path, trace.header_line, field_, f"{_q(raw)} is not a "
+                             "config path (backslash or NUL)")
+    p = PurePosixPath(raw)
+    if p.is_absolute():
+        raise TraceMalformed(trace.path, trace.header_line, field_, f"{_q(raw)} is an absolute "
+                             "path; name the config (bounds.config) instead")
+    if ".." in p.parts:
+        raise TraceMalformed(trace.path, trace.header_line, field_, f"{_q(raw)} climbs out of "
+                             "its folder (..); name the config (bounds.config) instead")
+    folder = config_dir.resolve()
+    rel = folder.relative_to(REPO_ROOT) if folder.is_relative_to(REPO_ROOT) else folder
+    full = Path(os.path.normpath(REPO_ROOT / p))
+    if full.parent != folder or p.suffix != ".cfg":
+        raise TraceMalformed(trace.path, trace.header_line, field_, f"{_q(raw)} is not a "
+                             f"config file of {rel}/; name the config (bounds.config) instead")
+    return p.stem
+
+
+def resolve_base(trace: Trace, entries: list[ConfigEntry],
+                 config_dir: Path | None = None) -> ConfigEntry:
+    """The config a trace is checked under when the user named none (--config / --graph).
+
+    The header may only pick among configs of its protocol's manifest that model the protocol
+    (not bug or finding configs), by name (or as the manifest folder's NAME.cfg); the spec
+    module must be that config's.  Anything else is refused for this trace alone (malformed,
+    naming the field); the file a header names is never opened.  Without bounds: the
+    protocol's default (a ci, bfs config of the trace's spec module defining its model values).
+    Raises TraceMalformed, or LookupError (out of scope) when no default config fits.
+    """
+    config_dir = config_dir or CONFIG_DIR
+    line = trace.header_line
+    mine = [e for e in entries if e.protocol == trace.protocol]
+    if not mine:
+        known = sorted({e.protocol for e in entries})
+        raise TraceMalformed(trace.path, line, "protocol", f"{_q(trace.protocol)} has no "
+                             f"manifest (known protocols: {', '.join(known) or 'none'})")
     wanted = {f"MC{trace.spec_module}", trace.spec_module}
-    fitting = [e for e in entries if e.module_path.stem in wanted and e.mode == "bfs"
-               and e.profile == "ci" and e.expect == "ok"]
+    if not any(e.module_path.stem in wanted for e in mine):
+        raise TraceMalformed(trace.path, line, "spec_module", f"{_q(trace.spec_module)} is not "
+                             f"the module of any config of the {trace.protocol} manifest")
+    b = trace.bounds
+    if b is not None:
+        name = b.config
+        if b.file is not None:
+            from_file = _header_config_file(trace, config_dir)
+            if name is not None and from_file != name:
+                raise TraceMalformed(trace.path, line, "bounds.file", f"names config "
+                                     f"{_q(from_file)}, but bounds.config names {_q(name)}")
+            name = name or from_file
+        field_ = b.field
+        e = next((e for e in mine if e.name == name), None)
+        if e is None:
+            raise TraceMalformed(trace.path, line, field_, f"{_q(name)} is not a config of the "
+                                 f"{trace.protocol} manifest")
+        if b.file is not None and Path(os.path.normpath(e.cfg_path)) != \
+                Path(os.path.normpath(REPO_ROOT / b.file)):
+            raise TraceMalformed(trace.path, line, field_, f"{_q(b.file)} is not the file of "
+                                 f"config {e.name}")
+        if not may_judge(e):
+            raise TraceMalformed(trace.path, line, field_, f"{e.name} is a {e.profile} config "
+                                 f"(expect {e.expect}): a bug or finding config never judges "
+                                 "a trace; choose the judge with --config")
+        if e.module_path.stem not in wanted:
+            raise TraceMalformed(trace.path, line, "spec_module", f"{_q(trace.spec_module)} is "
+                                 f"not the module of config {e.name} ({e.module})")
+        return e
+    fitting = [e for e in mine if e.module_path.stem in wanted and e.mode == "bfs"
+               and e.profile == "ci" and may_judge(e)]
     mvs = set(trace.model_values)
     for e in sorted(fitting, key=lambda e: ("graph" not in e.name, e.name)):
         if mvs <= _cfg_model_values(e) | _spec_constants(e):
             return e
     raise LookupError(f"no ci config of {trace.spec_module} defines the trace's model values "
-                      f"{sorted(mvs)}; give the config in the header's bounds")
+                      f"{sorted(mvs)}; name the config in the header's bounds or with --config")
 
 
 def _spec_constants(e: ConfigEntry) -> set[str]:
@@ -180,21 +258,32 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
     observer = Observer(codec, intern=True)
     results: list[dict] = []
     runs: list[tuple[Trace, list]] = []
+    size = 0
     for t in traces:
         try:
-            runs.append((t, observer.keys(t)))
+            keys = observer.keys(t)
         except TraceMalformed as e:
             results.append(V.malformed(t.path, e))
+            continue
+        # A value TLC cannot hold (an integer beyond its 32-bit range) puts this trace alone
+        # out of scope: it would otherwise reach the generated config as a raised bound.
+        try:
+            tsize = _trace_size(codec, keys, t)
+        except Unwritable as e:
+            results.append(V.out_of_scope(t, mode, str(e), **extra.get(t.path, {})))
+            continue
+        size = max(size, tsize)
+        runs.append((t, keys))
     if not runs:
         return results, {}
-    size = max((value_size(codec.value(i, vid)) for i in range(len(variables))
-                for vid in range(len(codec.texts[i]))), default=0)
     mvs = set().union(*(t.model_values for t, _ in runs))
     nb = Neighbourhood(base, variables, mvs, size if raise_bounds else -1, chunk=chunk,
                        workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec)
     g = nb.graph
     try:
         nb.ensure_initial()
+    except TLCUnavailable:
+        raise                      # fail closed: TLC could not run at all (exit 2)
     except NeighbourhoodError as e:
         for t, _ in runs:
             results.append(V.out_of_scope(t, mode, str(e), **extra.get(t.path, {})))
@@ -228,6 +317,22 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
             nb.expand(need)
         pending = waiting
     return results, _nb_stats(nb)
+
+
+def _trace_size(codec: Codec, keys: list, trace: Trace) -> int:
+    """The largest quantity in the trace's values (see neighbourhood.raised_constants); raises
+    Unwritable for an integer TLC cannot represent."""
+    size = 0
+    seen: set[tuple[int, int]] = set()
+    for key in keys:
+        for i, vid in enumerate(key):
+            if vid is None or (i, vid) in seen:
+                continue
+            seen.add((i, vid))
+            v = codec.value(i, vid)
+            check_tlc_ints(v, f"state.{codec.variables[i]}")
+            size = max(size, value_size(v))
+    return size
 
 
 def _nb_stats(nb: Neighbourhood) -> dict:
@@ -287,7 +392,8 @@ def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | 
 
 def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntry | None,
           progress: Progress | None, done0: int, total: int, extra: dict | None = None,
-          mode: str = "neighbourhood", **kw) -> tuple[list[dict], list[dict]]:
+          mode: str = "neighbourhood", user_config: ConfigEntry | None = None,
+          **kw) -> tuple[list[dict], list[dict]]:
     results: list[dict] = []
     groups: dict[tuple, list[Trace]] = {}
     bases: dict[tuple, ConfigEntry] = {}
@@ -303,13 +409,19 @@ def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntr
                 progress(done, total)
             continue
         try:
-            if base_override is not None:
-                base = base_override
+            if base_override is not None or user_config is not None:
+                base = base_override or user_config
             else:
                 if entries is None:
                     entries = _manifest(manifest_dir)
-                base = resolve_base(t, entries)
-        except (LookupError, ManifestError, CfgError) as e:
+                base = resolve_base(t, entries, manifest_dir)
+        except TraceMalformed as e:
+            results.append(V.malformed(p, e))
+            done += 1
+            if progress:
+                progress(done, total)
+            continue
+        except (LookupError, CfgError) as e:
             results.append(V.out_of_scope(t, mode, str(e)))
             done += 1
             if progress:
@@ -337,18 +449,25 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                     lazy: bool = False, jobs: int = 1, out: str | os.PathLike | None = None, *,
                     manifest_dir: Path | None = None, recheck: bool = True, chunk: int = 4000,
                     tlc_workers: int = 1, timeout: float = 1800, module: str | None = None,
-                    progress: Progress | None = None) -> dict:
+                    progress: Progress | None = None, config: str | ConfigEntry | None = None,
+                    max_out_of_scope: int | None = 0) -> dict:
     """Check every trace file under `paths`; returns the corpus summary (JSON-able dict).
 
     graph: a no-symmetry bfs config (manifest name, ConfigEntry, or a .cfg file with `module`)
     for full-graph mode;
     otherwise neighbourhood mode (`lazy`).  jobs: worker processes (full-graph mode) and
     dump-parsing processes.  out: folder where failing traces and their diagnoses are kept.
+    config: neighbourhood mode under this config (manifest name, ConfigEntry or .cfg with
+    `module`) for every trace, whatever its header says.
+    max_out_of_scope: the run is not ok when more traces than this are out of scope (None: no
+    limit).  A path holding no trace file raises CorpusError; TLC failing to run raises
+    NeighbourhoodError / GraphBuildError (fail closed: never out_of_scope with ok).
     """
-    if graph is not None and lazy:
-        raise ValueError("choose one of graph=CONFIG and lazy=True")
+    if graph is not None and (lazy or config is not None):
+        raise ValueError("choose one of graph=CONFIG and lazy=True / config=CONFIG")
     t0 = time.monotonic()
-    files = collect_files(paths)
+    files = collect_files(paths, strict=True)
+    user_config = resolve_entry(config, manifest_dir, module) if config is not None else None
     total = len(files)
     kw = dict(chunk=chunk, tlc_workers=tlc_workers, jobs=max(1, jobs), timeout=timeout)
     summary: dict = {"mode": "graph" if graph is not None else "neighbourhood"}
@@ -407,38 +526,75 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                             edges.add((a, g.actions[aid], b))
             summary["coverage"] = g.coverage(states, edges)
     else:
-        results, nb_stats = _lazy(files, manifest_dir, None, progress, 0, total, **kw)
+        results, nb_stats = _lazy(files, manifest_dir, None, progress, 0, total,
+                                  user_config=user_config, **kw)
+        if user_config is not None:
+            summary["config"] = user_config.name
     order = {f: i for i, f in enumerate(files)}
     results.sort(key=lambda r: order.get(r["file"], len(order)))
     counts = V.count(results)
     steps = sum(r.get("steps", 0) for r in results)
+    judged = sum(V.steps_judged(r) for r in results)
     seconds = time.monotonic() - t0
+    too_many = max_out_of_scope is not None and counts["out_of_scope"] > max_out_of_scope
     summary.update({
-        "traces": total, "counts": counts, "steps": steps, "seconds": round(seconds, 3),
+        "traces": total, "counts": counts, "steps": steps, "steps_judged": judged,
+        "seconds": round(seconds, 3),
         "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
-        "ok": counts["invalid"] == 0 and counts["malformed"] == 0,
+        "max_out_of_scope": max_out_of_scope,
+        "ok": counts["invalid"] == 0 and counts["malformed"] == 0 and not too_many
+        and counts["valid"] + counts["invalid"] > 0,
         "neighbourhood": nb_stats, "results": results})
     if out is not None:
         _keep_failures(Path(out), results, summary)
     return summary
 
 
+def is_validate_out(out: Path) -> bool:
+    """Is `out` a folder an earlier validate --out wrote (it holds a validate summary.json)?"""
+    try:
+        d = json.loads((Path(out) / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(d, dict) and {"mode", "counts", "results"} <= set(d)
+
+
 def _keep_failures(out: Path, results: list[dict], summary: dict) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    used: set[str] = set()
-    for r in results:
-        if r["verdict"] == "valid":
-            continue
-        src = Path(r["file"])
-        name = src.name
-        n = 1
-        while name in used:
-            n += 1
-            name = f"{src.stem}.{n}{src.suffix}"
-        used.add(name)
-        if src.is_file():
-            shutil.copyfile(src, out / (name + ".tmp-copy"))
-            os.replace(out / (name + ".tmp-copy"), out / name)
-        write_atomic(out / f"{name}.diagnosis.json", json.dumps(r, indent=2, default=str) + "\n")
-        r["kept_as"] = str(out / name)
-    write_atomic(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+    """Write this run's failing traces, their diagnoses and summary.json into `out`, replacing
+    an earlier validate output there as a whole: the folder is built beside it and renamed
+    into place, so it never mixes two runs' diagnoses (a concurrent run's folder is replaced
+    whole, not merged)."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or (any(out.iterdir()) and not is_validate_out(out))):
+        raise CorpusError(f"--out {out} exists and is not an earlier validate output folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
+    try:
+        os.chmod(tmp, 0o755)
+        used: set[str] = set()
+        for r in results:
+            if r["verdict"] == "valid":
+                continue
+            src = Path(r["file"])
+            name = src.name
+            n = 1
+            while name in used or name == "summary.json":
+                n += 1
+                name = f"{src.stem}.{n}{src.suffix}"
+            used.add(name)
+            if src.is_file():
+                shutil.copyfile(src, tmp / name)
+            r["kept_as"] = str(out / name)
+            write_atomic(tmp / f"{name}.diagnosis.json",
+                         json.dumps(r, indent=2, default=str) + "\n")
+        write_atomic(tmp / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+        old = None
+        if out.exists():
+            old = out.with_name(f".{out.name}.{os.getpid()}.old")
+            os.replace(out, old)
+        os.replace(tmp, out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftcheck.values import Fn, from_itf, to_itf
+from kraftcheck.values import Fn, ValueError_, canonical_json, from_itf, to_itf, to_tla
 from trace_checker.codec import Key
 from trace_checker.graph import StateGraph
 from trace_checker.partial import observed_positions
@@ -25,37 +25,60 @@ __all__ = ["diagnose", "value_diff"]
 MAX_PATHS = 20
 
 
-def value_diff(expected: Any, observed: Any, path: str = "", out: list | None = None) -> list:
-    """Paths where two canonical values differ: [{"path", "expected", "observed"}]."""
+def tla_text(v: Any, model_values: frozenset[str] | set[str] = frozenset()) -> str:
+    """A value as TLA+ text (model values bare, other strings quoted), for people; a value
+    TLA+ cannot spell (a control character in a string) falls back to its ITF JSON."""
+    try:
+        return to_tla(v, model_values)
+    except ValueError_:
+        return canonical_json(v)
+
+
+def value_diff(expected: Any, observed: Any, path: str = "", out: list | None = None,
+               model_values: frozenset[str] | set[str] = frozenset()) -> list:
+    """Paths where two canonical values differ: [{"path", "expected", "observed"}] (values in
+    ITF JSON, plus `expected_tla` / `observed_tla` in TLA+ syntax); a path is written in TLA+
+    (`msgs[[type |-> "Fetch", ...]]`, `highWatermark[n1]`, `log[2]`)."""
     out = [] if out is None else out
     if len(out) >= MAX_PATHS or expected == observed:
         return out
+    mv = model_values
+
+    def leaf(sub: str, e: Any, o: Any) -> dict:
+        return {"path": sub or "(value)",
+                "expected": "(absent)" if e is _ABSENT else to_itf(e),
+                "observed": "(absent)" if o is _ABSENT else to_itf(o),
+                "expected_tla": "(absent)" if e is _ABSENT else tla_text(e, mv),
+                "observed_tla": "(absent)" if o is _ABSENT else tla_text(o, mv)}
     te, to = type(expected), type(observed)
     if te is Fn and to is Fn:
-        for k in sorted(set(expected) | set(observed), key=repr):
-            sub = f"{path}[{_key(k)}]"
+        for k in sorted(set(expected) | set(observed), key=canonical_json):
+            sub = f"{path}[{tla_text(k, mv)}]"
             if k not in expected:
-                out.append({"path": sub, "expected": "(absent)", "observed": to_itf(observed[k])})
+                out.append(leaf(sub, _ABSENT, observed[k]))
             elif k not in observed:
-                out.append({"path": sub, "expected": to_itf(expected[k]), "observed": "(absent)"})
+                out.append(leaf(sub, expected[k], _ABSENT))
             else:
-                value_diff(expected[k], observed[k], sub, out)
+                value_diff(expected[k], observed[k], sub, out, mv)
         return out
     if te is tuple and to is tuple and len(expected) == len(observed):
         for i, (a, b) in enumerate(zip(expected, observed), 1):
-            value_diff(a, b, f"{path}[{i}]", out)
+            value_diff(a, b, f"{path}[{i}]", out, mv)
         return out
     if te is frozenset and to is frozenset:
+        missing = sorted(expected - observed, key=canonical_json)
+        unexpected = sorted(observed - expected, key=canonical_json)
         out.append({"path": path or "(value)",
-                    "missing": sorted((to_itf(x) for x in expected - observed), key=repr),
-                    "unexpected": sorted((to_itf(x) for x in observed - expected), key=repr)})
+                    "missing": [to_itf(x) for x in missing],
+                    "unexpected": [to_itf(x) for x in unexpected],
+                    "missing_tla": [tla_text(x, mv) for x in missing],
+                    "unexpected_tla": [tla_text(x, mv) for x in unexpected]})
         return out
-    out.append({"path": path or "(value)", "expected": to_itf(expected), "observed": to_itf(observed)})
+    out.append(leaf(path, expected, observed))
     return out
 
 
-def _key(k) -> str:
-    return k if isinstance(k, str) else repr(k)
+_ABSENT = object()
 
 
 def diagnose(trace: Trace, keys: list[Key], k: int, sources: list[int], g: StateGraph,
@@ -126,7 +149,8 @@ def _alternative(g: StateGraph, trace: Trace, k: int, d: int, action: str, obs) 
         var = variables[i]
         expected = g.codec.value(i, st[i])
         observed = from_itf(step.state[var])
+        mv = frozenset(trace.model_values)
         diffs[var] = {"expected": to_itf(expected), "observed": step.state[var],
-                      "paths": value_diff(expected, observed)}
+                      "paths": value_diff(expected, observed, model_values=mv)}
     return {"action": action, "state_fingerprint": g.fingerprint(d),
             "differing_variables": sorted(diffs), "diff": diffs}

@@ -45,17 +45,23 @@ from kraftcheck.tlc.runner import run_config
 from kraftcheck.values import Value
 from trace_checker.cache import cache_dir
 from trace_checker.codec import Codec
-from trace_checker.dot import read_dump
+from trace_checker.dot import read_dump, split_escaped_label
 from trace_checker.graph import GraphFormatError, StateGraph
 from trace_checker.tlagen import ModelValues, Unwritable, cfg_constants, state_tuple
 
-__all__ = ["Neighbourhood", "NeighbourhoodError", "raised_constants", "BOUND_PREFIX"]
+__all__ = ["Neighbourhood", "NeighbourhoodError", "TLCUnavailable", "raised_constants",
+           "BOUND_PREFIX"]
 
 BOUND_PREFIX = "Max"
 
 
 class NeighbourhoodError(RuntimeError):
     pass
+
+
+class TLCUnavailable(NeighbourhoodError):
+    """TLC could not run at all (JVM or jar unusable, out of memory, timeout): no trace can
+    be judged, so the run fails closed (exit 2) instead of calling traces out of scope."""
 
 
 def raised_constants(cfg: TLCConfig, size: int) -> dict[str, int]:
@@ -136,6 +142,11 @@ class Neighbourhood:
         self.stats.runs += 1
         self.stats.seconds += res.seconds
         self.stats.logs.append(res.log or "")
+        fatal = res.unavailable() or (f"TLC timed out after {int(self.timeout)}s (log {res.log})"
+                                      if res.status == "timeout" else None)
+        if fatal:
+            self.stats.failed_runs += 1
+            raise TLCUnavailable(f"{self.base.name}: {fatal}")
         if res.status != "ok" or not dump.is_file():
             self.stats.failed_runs += 1
             why = "; ".join(e.message.strip().splitlines()[0] for e in res.errors[:2] if e.message.strip())
@@ -159,8 +170,21 @@ class Neighbourhood:
         raw, err = self._run("init", body, self.init_name, "TC_NoStep", mv)
         if raw is None:
             raise NeighbourhoodError(f"cannot compute the initial states of {self.base.name}: {err}")
-        self.graph.add_dump(raw, jobs=self.jobs, expand="none", mark_initial=True,
-                            source="initial-states run")
+        if raw.labels:
+            first = raw.labels[raw.initial[0] if raw.initial else next(iter(raw.labels))]
+            try:
+                spec_vars = {v for v, _ in split_escaped_label(first)}
+            except ValueError as e:
+                raise NeighbourhoodError(f"{self.base.name}: unreadable initial state: {e}") from None
+            if spec_vars != set(self.variables):
+                raise NeighbourhoodError(
+                    f"the trace's variables {sorted(self.variables)} are not the variables of "
+                    f"{self.base.name}'s spec {sorted(spec_vars)}")
+        try:
+            self.graph.add_dump(raw, jobs=self.jobs, expand="none", mark_initial=True,
+                                source="initial-states run")
+        except GraphFormatError as e:
+            raise NeighbourhoodError(str(e)) from None
         self._have_inits = True
 
     def add_states(self, states: Iterable[Mapping[str, Value]]) -> list[int]:

@@ -16,7 +16,8 @@ from typing import Any
 
 from kraftcheck.values import is_identifier
 
-__all__ = ["TraceMalformed", "Step", "Trace", "read_trace", "SCHEMA", "MAX_LINE"]
+__all__ = ["TraceMalformed", "Step", "Trace", "BoundsRef", "read_trace", "loads_strict", "SCHEMA",
+           "MAX_LINE"]
 
 SCHEMA = "kraftcheck-trace/1"
 MAX_LINE = 64 * 1024 * 1024     # a longer line is refused, not read into memory whole
@@ -50,12 +51,13 @@ class Trace:
     spec_module: str
     variables: tuple[str, ...]
     model_values: tuple[str, ...]
-    bounds: str | None
+    bounds: BoundsRef | None
     bug: str | None
     seed: Any
     steps: list[Step] = field(default_factory=list)
     footer: dict | None = None
     header: dict = field(default_factory=dict)
+    header_line: int = 1
 
     @property
     def partial(self) -> bool:
@@ -83,18 +85,49 @@ def _need(obj: dict, key: str, typ, path: str, line: int, optional: bool = False
 
 
 def _short(v: Any) -> str:
-    s = json.dumps(v) if not isinstance(v, str) else repr(v)
+    try:
+        s = json.dumps(v) if not isinstance(v, str) else json.dumps(v[:200])
+    except (ValueError, RecursionError, TypeError):
+        s = f"a {type(v).__name__}"
     return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _refuse_constant(name: str):
+    # Python's json module accepts NaN / Infinity / -Infinity; JSON (RFC 8259) does not.
+    raise _NotJSON(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise _NotJSON(f"duplicate key {_short(dup)} in a JSON object")
+    return d
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def loads_strict(raw: str | bytes) -> Any:
+    """json.loads refusing NaN/Infinity and duplicate object keys; raises ValueError (also for
+    integers beyond Python's digit limit) or RecursionError."""
+    return json.loads(raw, parse_constant=_refuse_constant, object_pairs_hook=_unique_keys)
 
 
 def _json_line(raw: str, path: str, lineno: int) -> dict:
     try:
-        obj = json.loads(raw)
+        obj = loads_strict(raw)
     except json.JSONDecodeError as e:
         raise TraceMalformed(path, lineno, None, f"not JSON ({e.msg} at column {e.colno}); "
                              "truncated line?") from None
+    except _NotJSON as e:
+        raise TraceMalformed(path, lineno, None, str(e)) from None
     except RecursionError:
         raise TraceMalformed(path, lineno, None, "JSON nested too deeply") from None
+    except ValueError as e:   # e.g. an integer longer than Python's int digit limit
+        raise TraceMalformed(path, lineno, None, f"not readable JSON: {_short(str(e))}") from None
     if not isinstance(obj, dict):
         raise TraceMalformed(path, lineno, None, f"expected a JSON object, got {type(obj).__name__}")
     return obj
@@ -127,15 +160,41 @@ def _header(obj: dict, path: str, line: int) -> dict:
     return h
 
 
-def _bounds(obj: dict, path: str, line: int) -> str | None:
-    """The bounds config file: null, a path, or {"file": path, "constants": {...}}."""
+@dataclass(frozen=True)
+class BoundsRef:
+    """What a header's `bounds` names: a manifest config name and/or a config file path.
+
+    Only read here; whether the trace may be judged under it is decided against the manifest
+    (trace_checker.corpus.resolve_base), and the file itself is never opened on a trace's word.
+    """
+
+    config: str | None
+    file: str | None
+    field: str          # the header field to name in errors: bounds, bounds.config, bounds.file
+
+    def __str__(self) -> str:
+        return self.config or self.file or ""
+
+
+def _bounds(obj: dict, path: str, line: int) -> BoundsRef | None:
+    """null, a config name or path (string), or {"config": name, "file": path, "constants": {...}}."""
     b = _need(obj, "bounds", (str, dict), path, line, optional=True)
-    if isinstance(b, dict):
-        f = b.get("file")
-        if f is not None and not isinstance(f, str):
-            raise TraceMalformed(path, line, "bounds.file", f"expected a path, got {_short(f)}")
-        return f
-    return b
+    if b is None:
+        return None
+    if isinstance(b, str):
+        if not b:
+            raise TraceMalformed(path, line, "bounds", "empty")
+        if "/" in b or "\\" in b or b.endswith(".cfg"):
+            return BoundsRef(None, b, "bounds")
+        return BoundsRef(b, None, "bounds")
+    c, f = b.get("config"), b.get("file")
+    if c is not None and (not isinstance(c, str) or not c):
+        raise TraceMalformed(path, line, "bounds.config", f"expected a config name, got {_short(c)}")
+    if f is not None and (not isinstance(f, str) or not f):
+        raise TraceMalformed(path, line, "bounds.file", f"expected a path, got {_short(f)}")
+    if c is None and f is None:
+        return None
+    return BoundsRef(c, f, "bounds.config" if c is not None else "bounds.file")
 
 
 def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
@@ -192,7 +251,7 @@ def read_trace(path: str | Path) -> Trace:
                 raise TraceMalformed(p, lineno, None, "content after the footer")
             if h is None:
                 h = _header(obj, p, lineno)
-                header_obj = obj
+                header_obj, header_line = obj, lineno
                 continue
             if obj.get("kind") == "footer":
                 footer = obj
@@ -211,4 +270,5 @@ def read_trace(path: str | Path) -> Trace:
     return Trace(path=p, trace_id=h["trace_id"], protocol=h["protocol"],
                  spec_module=h["spec_module"], variables=h["variables"],
                  model_values=h["model_values"], bounds=h["bounds"], bug=h["bug"],
-                 seed=h["seed"], steps=steps, footer=footer, header=header_obj)
+                 seed=h["seed"], steps=steps, footer=footer, header=header_obj,
+                 header_line=header_line)

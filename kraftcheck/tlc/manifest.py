@@ -17,6 +17,10 @@ Keys of a [[config]] table:
     check_deadlock    default false (bounded models stop somewhere; that is not a bug)
     simulate_depth, simulate_traces   (simulate mode)
     max_trace_length  (bugs) the counterexample must be at most this long
+
+A manifest file may set a top-level `protocol = "NAME"` (default: the file's stem, so
+tlc_configs/kraft.toml is protocol kraft): the trace checker judges a trace of protocol P only
+under configs of P's manifest.
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ class ConfigEntry:
     simulate_depth: int = 100
     simulate_traces: int | None = None
     max_trace_length: int | None = None
+    protocol: str = ""          # the manifest's top-level `protocol`, else its file stem
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
@@ -78,7 +83,7 @@ class ConfigEntry:
             "distinct_states", "depth", "timeout_seconds", "workers")}
 
 
-def _entry(table: dict, where: str) -> ConfigEntry:
+def _entry(table: dict, where: str, protocol: str = "") -> ConfigEntry:
     missing = [k for k in _REQUIRED if k not in table]
     if missing:
         raise ManifestError(f"{where}: missing key(s) {', '.join(missing)}")
@@ -98,7 +103,7 @@ def _entry(table: dict, where: str) -> ConfigEntry:
     for k in ("module", "cfg"):
         if not (REPO_ROOT / table[k]).is_file():
             raise ManifestError(f"{where}: {k} file {table[k]} does not exist")
-    return ConfigEntry(**table, manifest=where.split(":", 1)[0])
+    return ConfigEntry(**table, manifest=where.split(":", 1)[0], protocol=protocol)
 
 
 def load_manifest(config_dir: Path = CONFIG_DIR) -> list[ConfigEntry]:
@@ -112,11 +117,16 @@ def load_manifest(config_dir: Path = CONFIG_DIR) -> list[ConfigEntry]:
         except tomllib.TOMLDecodeError as e:
             raise ManifestError(f"{rel}: {e}") from None
         tables = data.get("config", [])
+        protocol = data.get("protocol", path.stem)
+        if not isinstance(protocol, str) or not protocol:
+            raise ManifestError(f"{rel}: `protocol` must be a non-empty string")
         if not isinstance(tables, list):
             raise ManifestError(f"{rel}: expected [[config]] tables")
         for i, table in enumerate(tables):
             where = f"{rel}: config #{i + 1}" + (f" ({table.get('name')})" if "name" in table else "")
-            e = _entry(table, where)
+            if not isinstance(table, dict):
+                raise ManifestError(f"{where}: expected a table")
+            e = _entry(table, where, protocol)
             if e.name in seen:
                 raise ManifestError(f"{where}: name {e.name!r} is also used in {seen[e.name]}")
             seen[e.name] = where

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -44,6 +45,22 @@ class TLCResult:
     command: list[str] = field(default_factory=list)
     log: str | None = None
     dump: str | None = None
+    returncode: int | None = None
+    system_errors: list[str] = field(default_factory=list)
+
+    def unavailable(self) -> str | None:
+        """Why TLC could not do its job at all (the JVM or TLC did not start: a bad heap
+        setting, a junk jar; TLC ran out of memory or hit an internal error), in TLC's or the
+        JVM's own words; None when TLC ran (whatever it found)."""
+        if self.status == "timeout":
+            return None
+        why = "; ".join(e.message.strip() for e in self.errors[:3] if e.message.strip())
+        if self.tlc_version is None:
+            return (f"TLC did not start (exit code {self.returncode}): {why or 'no output'}"
+                    f" (log {self.log})")
+        if self.system_errors:
+            return f"TLC failed: {'; '.join(self.system_errors[:3])} (log {self.log})"
+        return None
 
     def to_json(self, with_counterexample: bool = True) -> dict:
         d = {k: getattr(self, k) for k in (
@@ -143,21 +160,32 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
                seed: int | None = None) -> TLCResult:
     """Run TLC on `entry` and judge the result.  TLC's scratch files go to the work folder."""
     run_dir = _run_dir(entry.name)
-    cmd = build_command(entry, run_dir, workers, dump, seed)
+    # TLC writes the dump as it explores: it goes to a temporary name, renamed only when TLC
+    # ended on its own (so an interrupted run never leaves a partial dump under `dump`)
+    dump_part = None
+    if dump is not None:
+        dump = Path(dump).absolute()
+        dump_part = dump.with_name(f".{dump.name}.{os.getpid()}.part.dot")  # TLC adds .dot
+    cmd = build_command(entry, run_dir, workers, dump_part, seed)
     props = parse_cfg(entry.cfg_path).properties
     reader = ToolOutputReader(temporal_properties=props, source=entry.name)
     log_path = run_dir / "tlc.log"
     limit = timeout if timeout is not None else entry.timeout_seconds
     t0 = time.monotonic()
     timed_out = False
-    with open(log_path, "w", encoding="utf-8") as log:
+    completed = False
+    with open(log_path, "w", encoding="utf-8", errors="backslashreplace") as log:
+        # TLC runs in its own process group: a terminal's Ctrl-C reaches kraftcheck only, and
+        # kraftcheck stops the whole group (the JVM and anything it started) on every exit
+        # path: normal end, timeout, KeyboardInterrupt, SIGTERM (see kraftcheck.cli).
         proc = subprocess.Popen(cmd, cwd=run_dir / "model", stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, bufsize=1)
+                                stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                errors="backslashreplace", start_new_session=True)
         killed = threading.Event()
 
         def _kill() -> None:
             killed.set()
-            proc.kill()
+            _kill_group(proc)
 
         timer = threading.Timer(limit, _kill)
         timer.start()
@@ -171,12 +199,18 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
                     last = reader.progress
                     progress(*last)
             proc.wait()
+            completed = True
         finally:
             timer.cancel()
             timed_out = killed.is_set()
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+            _kill_group(proc)
+            if not completed or timed_out:
+                # a dump TLC did not finish is never left where a later run could take it
+                # for complete
+                if dump_part is not None:
+                    dump_part.unlink(missing_ok=True)
+    if dump_part is not None and dump is not None and dump_part.is_file():
+        os.replace(dump_part, dump)
     seconds = time.monotonic() - t0
     out = reader.finish()
     status = "timeout" if timed_out else out.status or "error"
@@ -193,4 +227,15 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
         depth=out.depth, seconds=seconds, counterexample=out.counterexample,
         loop_back_to=out.loop_back_to, errors=out.errors, mismatches=why,
         tlc_version=out.tlc_version, command=cmd, log=str(log_path),
-        dump=str(dump) if dump else None)
+        dump=str(dump) if dump else None, returncode=proc.returncode,
+        system_errors=list(out.system_errors))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Stop TLC's process group (the JVM and its children) and reap the JVM."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.wait()

@@ -56,6 +56,10 @@ _PARSING_FILE = re.compile(r"Parsing file (.*)$")
 _VERSION = re.compile(r"Version (\S+)")
 
 
+_TAIL_LINES = 8
+_MAX_MESSAGE_LINES = 100_000     # a longer message (a huge counterexample state) is cut
+
+
 def _int(s: str) -> int:
     return int(s.replace(",", ""))
 
@@ -108,6 +112,9 @@ class TLCOutcome:
     loop_back_to: int | None = None    # lasso: the counterexample loops back to this index
     errors: list[TLCError] = field(default_factory=list)
     finished: bool = False
+    # TLC could not do its job at all (out of memory, stack overflow, an internal error: EC
+    # SYSTEM_* codes 1000-1099), as opposed to an error in the spec or a state
+    system_errors: list[str] = field(default_factory=list)
 
 
 class ToolOutputReader:
@@ -123,6 +130,7 @@ class ToolOutputReader:
         self._sany: list[str] = []
         self._in_sany = False
         self._last_file: str | None = None
+        self._tail: list[str] = []          # the last unframed lines (the JVM's own errors)
         self.progress: tuple[int, int, int] | None = None  # generated, distinct, queue
 
     # -- feeding -----------------------------------------------------------------------------
@@ -138,7 +146,8 @@ class ToolOutputReader:
             self._message(code, self._severity, self._buf)
             return
         if self._code is not None:
-            self._buf.append(line)
+            if len(self._buf) < _MAX_MESSAGE_LINES:
+                self._buf.append(line)
         else:
             self._loose(line)
 
@@ -153,7 +162,9 @@ class ToolOutputReader:
                 o.status = "ok"
             else:
                 o.status = "error"
-                o.errors.append(TLCError("TLC stopped before it finished (no final message)"))
+                tail = " | ".join(ln.strip() for ln in self._tail if ln.strip())
+                o.errors.append(TLCError("TLC stopped before it finished (no final message)"
+                                         + (f": {tail}" if tail else "")))
         return o
 
     # -- framed messages -----------------------------------------------------------------------
@@ -214,6 +225,8 @@ class ToolOutputReader:
         elif severity in (SEVERITY_ERROR, SEVERITY_TLCBUG) and code not in _NOT_ERRORS:
             o.status = "error"
             o.errors.append(self._error_from(text))
+            if 1000 <= code < 1100:
+                o.system_errors.append(text.splitlines()[0] if text else f"TLC error {code}")
 
     def _violation(self, kind: str, name: str) -> None:
         o = self.out
@@ -245,10 +258,12 @@ class ToolOutputReader:
 
     # -- unframed lines (SANY output) --------------------------------------------------------
     def _loose(self, line: str) -> None:
+        self._tail = (self._tail + [line])[-_TAIL_LINES:]
         m = _PARSING_FILE.search(line)
         if m:
             self._last_file = m.group(1).strip()
-        if self._in_sany or self._sany or "Error" in line or "***" in line:
+        if (self._in_sany or self._sany or "Error" in line or "***" in line) \
+                and len(self._sany) < _MAX_MESSAGE_LINES:
             self._sany.append(line)
 
     def _sany_error(self) -> TLCError:
