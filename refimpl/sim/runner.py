@@ -139,7 +139,7 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
     profile = get_profile(spec.faults)
     bounds_label = None
     if bounds is not None:
-        bounds_label = {"file": spec.bounds_path,
+        bounds_label = {**_bounds_names(spec.bounds_path),
                         "constants": {k: _plain(v) for k, v in sorted(bounds.constants.items())}}
     traces = []
     # The planted bug in effect: --bug, or the one a Bug* switch of the --bounds config selects
@@ -182,6 +182,19 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
     if out_dir is not None:
         write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
+
+
+def _bounds_names(path: str) -> dict:
+    """The header's names for a --bounds file: `config`, the manifest config name, when the
+    file is tlc_configs/NAME.cfg (the trace checker judges a trace only under a config it
+    names this way), and `file`, relative to the repository root when inside it."""
+    from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
+    p = Path(path).resolve()
+    out: dict = {}
+    if p.parent == CONFIG_DIR and p.suffix == ".cfg":
+        out["config"] = p.stem
+    out["file"] = str(p.relative_to(REPO_ROOT)) if p.is_relative_to(REPO_ROOT) else path
+    return out
 
 
 def _seed_label(seeds: list[int]) -> str:
