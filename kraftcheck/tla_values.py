@@ -57,6 +57,11 @@ IDENT: /[A-Za-z_][A-Za-z0-9_]*/
 %ignore WS
 """
 
+# Limits on what TLC output may hold: TLC's integers are 32-bit (an INT token longer than this
+# is not TLC's), and an interval is materialised as a set.
+MAX_INT_CHARS = 40
+MAX_INTERVAL = 1_000_000
+
 _ESC = re.compile(r"\\(.)", re.S)
 _ESC_MAP = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", '"': '"', "\\": "\\"}
 
@@ -68,6 +73,9 @@ def _unescape(body: str) -> str:
 @v_args(inline=True)
 class _ToPython(Transformer):
     def integer(self, tok):
+        if len(tok) > MAX_INT_CHARS:
+            raise TLAValueSyntaxError(f"integer {tok[:20]}... has more than {MAX_INT_CHARS} "
+                                      "characters")
         return int(tok)
 
     def string(self, tok):
@@ -102,7 +110,11 @@ class _ToPython(Transformer):
         return make_fn(pairs)
 
     def interval(self, lo, hi):
-        return frozenset(range(int(lo), int(hi) + 1))
+        lo, hi = self.integer(lo), self.integer(hi)
+        if hi - lo + 1 > MAX_INTERVAL:
+            raise TLAValueSyntaxError(f"interval {lo}..{hi} has more than {MAX_INTERVAL} "
+                                      "elements")
+        return frozenset(range(lo, hi + 1))
 
     def conj(self, name, value):
         return (str(name), value)
@@ -140,6 +152,10 @@ _WHAT = {"start": "value", "state": "state"}
 def _parse(text: str, start: str, source: str | None):
     try:
         return _parser(start).parse(text)
+    except TLAValueSyntaxError as e:
+        raise TLAValueSyntaxError(str(e), source=source) from None
+    except RecursionError:
+        raise TLAValueSyntaxError("value nested too deeply", source=source) from None
     except UnexpectedInput as e:
         snippet = e.get_context(text, span=30).rstrip()
         raise TLAValueSyntaxError(f"not a TLA+ {_WHAT[start]} as TLC prints it:\n{snippet}",

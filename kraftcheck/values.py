@@ -155,40 +155,70 @@ def to_itf(v: Value) -> Any:
     raise ValueError_(f"not a canonical TLA+ value: {v!r}")
 
 
+MAX_DEPTH = 200          # deeper ITF nesting is refused (no TLA+ state of ours comes close)
+MAX_DIGITS = 4000        # a longer #bigint is refused (Python's own limit is 4300)
+
+
 def from_itf(j: Any, where: str = "value") -> Value:
-    """Decode ITF JSON data into a canonical value; `where` names the place for errors."""
+    """Decode ITF JSON data into a canonical value; `where` names the place for errors.
+
+    Raises ValueError_ (never anything else) for what is not a TLA+ value this suite can
+    represent: null, non-integral numbers (NaN / Infinity included), unknown tags, nesting
+    deeper than MAX_DEPTH, integers longer than MAX_DIGITS, and sets or maps whose members
+    Python would merge though TLA+ keeps them apart (1 and TRUE, 0 and FALSE)."""
+    try:
+        return _from_itf(j, where, 0)
+    except RecursionError:
+        raise ValueError_(f"{where}: nested too deeply") from None
+
+
+def _from_itf(j: Any, where: str, depth: int) -> Value:
+    if depth > MAX_DEPTH:
+        raise ValueError_(f"{where}: nested deeper than {MAX_DEPTH} levels")
     t = type(j)
     if t is bool or t is str:
         return j
     if t is int:
         return j
     if t is float:
-        if j.is_integer():
+        if j.is_integer() and abs(j) < 2**63:
             return int(j)
         raise ValueError_(f"{where}: {j!r} is not an integer")
+    d = depth + 1
     if t is list:
-        return tuple(from_itf(x, f"{where}[{i}]") for i, x in enumerate(j))
+        return tuple(_from_itf(x, f"{where}[{i}]", d) for i, x in enumerate(j))
     if t is dict:
         if len(j) == 1:
             (tag, body), = j.items()
             if tag == "#set":
                 _need_list(body, where, tag)
-                return frozenset(from_itf(x, f"{where}.#set[{i}]") for i, x in enumerate(body))
+                items = [_from_itf(x, f"{where}.#set[{i}]", d) for i, x in enumerate(body)]
+                fs = frozenset(items)
+                if len(fs) < len(items):
+                    _no_merged(items, len(fs), f"{where}.#set", "member")
+                return fs
             if tag == "#tup":
                 _need_list(body, where, tag)
-                return tuple(from_itf(x, f"{where}.#tup[{i}]") for i, x in enumerate(body))
+                return tuple(_from_itf(x, f"{where}.#tup[{i}]", d) for i, x in enumerate(body))
             if tag == "#map":
                 _need_list(body, where, tag)
                 pairs = []
                 for i, kv in enumerate(body):
                     if type(kv) is not list or len(kv) != 2:
                         raise ValueError_(f"{where}.#map[{i}]: expected a [key, value] pair")
-                    pairs.append((from_itf(kv[0], f"{where}.#map[{i}][0]"),
-                                  from_itf(kv[1], f"{where}.#map[{i}][1]")))
+                    pairs.append((_from_itf(kv[0], f"{where}.#map[{i}][0]", d),
+                                  _from_itf(kv[1], f"{where}.#map[{i}][1]", d)))
+                keys = {k for k, _ in pairs}
+                if len(keys) < len(pairs):
+                    _no_merged([k for k, _ in pairs], len(keys), f"{where}.#map", "key")
+                    raise ValueError_(f"{where}.#map: a key is listed twice")
                 return make_fn(pairs)
             if tag == "#bigint":
                 if type(body) is not str or not re.fullmatch(r"-?[0-9]+", body):
-                    raise ValueError_(f"{where}.#bigint: expected a decimal string, got {body!r}")
+                    raise ValueError_(f"{where}.#bigint: expected a decimal string, got "
+                                      f"{_brief(body)}")
+                if len(body.lstrip("-")) > MAX_DIGITS:
+                    raise ValueError_(f"{where}.#bigint: more than {MAX_DIGITS} digits")
                 return int(body)
             if tag == "#unserializable":
                 if type(body) is not str:
@@ -196,11 +226,27 @@ def from_itf(j: Any, where: str = "value") -> Value:
                 return body
         for k in j:
             if k.startswith("#"):
-                raise ValueError_(f"{where}: unknown ITF tag {k!r}")
-        return make_fn((k, from_itf(x, f"{where}.{k}")) for k, x in j.items())
+                raise ValueError_(f"{where}: unknown ITF tag {_brief(k)}")
+        return make_fn((k, _from_itf(x, f"{where}.{k}", d)) for k, x in j.items())
     if j is None:
         raise ValueError_(f"{where}: null is not a TLA+ value")
     raise ValueError_(f"{where}: unsupported JSON type {t.__name__}")
+
+
+def _no_merged(items: list, distinct: int, where: str, what: str) -> None:
+    """Python merged members that are distinct TLA+ values (1 == True): refuse."""
+    if len({canonical_json(x) for x in items}) != distinct:
+        raise ValueError_(f"{where}: holds a {what} that differs only as an integer vs a "
+                          "Boolean (1 and TRUE, 0 and FALSE): distinct in TLA+, not "
+                          "representable here")
+
+
+def _brief(v: Any) -> str:
+    try:
+        s = json.dumps(v)
+    except (TypeError, ValueError, RecursionError):
+        s = type(v).__name__
+    return s if len(s) <= 60 else s[:57] + "..."
 
 
 def _need_list(body, where, tag):

@@ -224,4 +224,4 @@ def test_cli_export_itf(tmp_path, trace):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{}\n")
     r = runner.invoke(app, ["export", "itf", str(bad), "--out", str(tmp_path / "o")])
-    assert r.exit_code == 1
+    assert r.exit_code == 2   # bad input (issue 10)

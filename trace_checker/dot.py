@@ -52,8 +52,13 @@ def unescape_label(s: str) -> str:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with open(path, encoding="utf-8", errors="strict") as f:
-        yield from enumerate(f, 1)
+    lineno = 0
+    try:
+        with open(path, encoding="utf-8", errors="strict") as f:
+            for lineno, line in enumerate(f, 1):
+                yield lineno, line
+    except UnicodeDecodeError:
+        raise DotFormatError(f"{path}:{lineno + 1}: not UTF-8") from None
 
 
 def read_dump(path: str | Path, unescape: bool = True) -> DotDump:

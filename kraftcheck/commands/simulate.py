@@ -15,7 +15,7 @@ from typing import List, Optional
 
 import typer
 
-from kraftcheck.output import console, err_console, print_json
+from kraftcheck.output import console, err_console, print_json, safe
 
 __all__ = ["register"]
 
@@ -114,29 +114,52 @@ def simulate(
 
 
 def export_itf_cmd(
-    traces: List[Path] = typer.Argument(..., help="Trace files (.jsonl) to convert."),
+    traces: List[Path] = typer.Argument(..., help="Trace files (.jsonl) or folders of them."),
     out: Path = typer.Option(..., "--out", help="Folder for the .itf.json files."),
     as_json: bool = typer.Option(False, "--json", help="Print the files written as JSON."),
 ) -> None:
-    """Convert simulator traces (kraftcheck-trace/1) to ITF (.itf.json)."""
+    """Convert simulator traces (kraftcheck-trace/1) to ITF (.itf.json).
+
+    Every readable trace is converted; exit 2 when any input is missing or not a readable
+    trace (each is named, with the reason), 0 otherwise."""
     from refimpl.trace.format import TraceFormatError
     from refimpl.trace.itf import export_itf
 
     written, errors = [], []
+    files: list[Path] = []
     for t in traces:
+        if t.is_dir():
+            found = sorted(f for f in t.rglob("*.jsonl") if f.is_file())
+            if not found:
+                errors.append(f"{t}: no *.jsonl trace file in this folder")
+            files.extend(found)
+        elif t.is_file():
+            files.append(t)
+        else:
+            errors.append(f"{t}: no such file or folder")
+    if out.exists() and not out.is_dir():
+        errors.append(f"--out {out} exists and is not a folder")
+        files = []
+    seen: dict[str, Path] = {}
+    for t in files:
         try:
-            written.append(str(export_itf(t, out)))
+            w = export_itf(t, out)
         except (OSError, TraceFormatError) as e:
-            errors.append(f"{t}: {e}")
+            errors.append(f"{t}: {e}" if str(t) not in str(e) else str(e))
+            continue
+        if str(w) in seen:
+            errors.append(f"{t}: same trace id as {seen[str(w)]}; {w} holds the later one")
+        seen[str(w)] = t
+        written.append(str(w))
     if as_json:
         print_json({"written": written, "errors": errors})
     else:
         for w in written:
-            console.print(f"wrote {w}")
+            console.print(f"wrote {safe(w)}")
         for e in errors:
-            err_console.print(f"[red]error:[/red] {e}")
+            err_console.print(f"[red]error:[/red] {safe(e)}")
     if errors:
-        raise typer.Exit(1)
+        raise typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:

@@ -58,6 +58,9 @@ def parse_cfg(path: str | Path) -> TLCConfig:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         raise CfgError(path, 0, f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        line = Path(path).read_bytes()[:e.start].count(b"\n") + 1
+        raise CfgError(path, line, "not UTF-8") from None
     return parse_cfg_text(text, path)
 
 

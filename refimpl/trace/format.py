@@ -128,9 +128,15 @@ def validate_lines(lines: Iterable[str], decode_states: bool = True) -> list[str
             errs.append(f"{where}: content after the footer")
             break
         try:
-            obj = json.loads(line)
+            obj = _loads(line)
         except json.JSONDecodeError as e:
             errs.append(f"{where}: not JSON ({e.msg})")
+            continue
+        except RecursionError:
+            errs.append(f"{where}: JSON nested too deeply")
+            continue
+        except ValueError as e:     # NaN / Infinity, duplicate keys, too many digits
+            errs.append(f"{where}: not JSON ({str(e)[:80]})")
             continue
         if not isinstance(obj, dict):
             errs.append(f"{where}: not a JSON object")
@@ -149,7 +155,13 @@ def validate_lines(lines: Iterable[str], decode_states: bool = True) -> list[str
                 if k not in obj:
                     errs.append(f"{where}: missing key {k!r}")
             header = obj
-            variables = list(obj.get("variables") or [])
+            for k in ("variables", "model_values"):
+                v = obj.get(k)
+                if isinstance(v, list) and not all(isinstance(x, str) for x in v):
+                    errs.append(f"{where}: {k} must be a list of strings")
+            variables = obj.get("variables")
+            variables = variables if isinstance(variables, list) and all(
+                isinstance(x, str) for x in variables) else []
             continue
         if kind == "step":
             errs += _check_keys(obj, _STEP_KEYS, where)
@@ -177,12 +189,14 @@ def validate_lines(lines: Iterable[str], decode_states: bool = True) -> list[str
             n_steps += 1
         elif kind == "footer":
             errs += _check_keys(obj, _FOOTER_KEYS, where)
+            steps_n = obj.get("steps", 0)
             if "actions" in obj and (not isinstance(obj["actions"], int)
-                                     or obj["actions"] < obj.get("steps", 0)):
+                                     or (isinstance(steps_n, int) and obj["actions"] < steps_n)):
                 errs.append(f"{where}: footer actions must be an integer >= steps")
             if obj.get("steps") != n_steps - 1:
                 errs.append(f"{where}: footer steps {obj.get('steps')} != {n_steps - 1} steps after Init")
-            for name, res in (obj.get("invariants") or {}).items():
+            invariants = obj.get("invariants")
+            for name, res in (invariants.items() if isinstance(invariants, dict) else ()):
                 if res not in ("ok", "violated"):
                     errs.append(f"{where}: invariant {name} result {res!r}")
             footer = obj
@@ -197,11 +211,22 @@ def validate_lines(lines: Iterable[str], decode_states: bool = True) -> list[str
     return errs
 
 
+def _loads(text: str) -> Any:
+    """Strict JSON (no NaN / Infinity, no duplicate keys): see trace_checker.traces."""
+    from trace_checker.traces import loads_strict
+    return loads_strict(text)
+
+
 def _iter_lines(path) -> Iterator[str]:
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                yield line.rstrip("\n")
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    yield line.rstrip("\n")
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(f"{path}: not UTF-8 (byte {e.start} of a line)") from None
+    except OSError as e:
+        raise TraceFormatError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def read_trace(path, decode: bool = True) -> Trace:
@@ -210,7 +235,7 @@ def read_trace(path, decode: bool = True) -> Trace:
     errs = validate_lines(lines, decode_states=False)
     if errs:
         raise TraceFormatError(f"{path}: " + "; ".join(errs[:5]))
-    objs = [json.loads(x) for x in lines]
+    objs = [_loads(x) for x in lines]
     steps = objs[1:-1]
     if decode:
         for s in steps:

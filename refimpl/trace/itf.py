@@ -8,6 +8,7 @@ State values are already ITF-encoded in our traces, so they are copied through u
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from refimpl.trace.format import SCHEMA, TraceFormatError, read_trace
@@ -50,8 +51,17 @@ def export_itf(path: str | Path, out_dir: str | Path) -> Path:
 
     doc = trace_to_itf(path)
     tid = doc["#meta"]["trace_id"]
-    if not tid or "/" in tid or tid.startswith("."):
-        raise TraceFormatError(f"{path}: trace id {tid!r} cannot name a file")
+    if not isinstance(tid, str) or not _SAFE_ID.fullmatch(tid) or tid.startswith("."):
+        raise TraceFormatError(f"{path}: trace id {json.dumps(str(tid))[:80]} cannot name a "
+                               "file (letters, digits and _ . @ + - only)")
     out = Path(out_dir) / f"{tid}.itf.json"
-    write_atomic(out, json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n")
+    try:
+        # allow_nan=False: ITF is JSON, which has no NaN / Infinity (the reader refuses them)
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (ValueError, RecursionError) as e:
+        raise TraceFormatError(f"{path}: not representable as ITF JSON: {e}") from None
+    write_atomic(out, text + "\n")
     return out
+
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.@+-]{1,200}")
