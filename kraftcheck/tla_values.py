@@ -149,7 +149,29 @@ def _parser(start: str) -> Lark:
 _WHAT = {"start": "value", "state": "state"}
 
 
+_NEST = re.compile(r'"(?:[^"\\]|\\.)*"|<<|>>|[\[\]{}()]')
+MAX_DEPTH = 200
+
+
+def _too_deep(text: str) -> bool:
+    """Nesting deeper than MAX_DEPTH (checked only when there are that many brackets)."""
+    if text.count("{") + text.count("[") + text.count("(") + text.count("<<") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for m in _NEST.finditer(text):
+        t = m.group()
+        if t in ("{", "[", "(", "<<"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif t[0] != '"':
+            depth -= 1
+    return False
+
+
 def _parse(text: str, start: str, source: str | None):
+    if _too_deep(text):
+        raise TLAValueSyntaxError(f"value nested deeper than {MAX_DEPTH} levels", source=source)
     try:
         return _parser(start).parse(text)
     except TLAValueSyntaxError as e:

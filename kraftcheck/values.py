@@ -174,7 +174,8 @@ def from_itf(j: Any, where: str = "value") -> Value:
 
 def _from_itf(j: Any, where: str, depth: int) -> Value:
     if depth > MAX_DEPTH:
-        raise ValueError_(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        short = where if len(where) <= 80 else where[:77] + "..."
+        raise ValueError_(f"{short}: nested deeper than {MAX_DEPTH} levels")
     t = type(j)
     if t is bool or t is str:
         return j

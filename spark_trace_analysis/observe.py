@@ -111,10 +111,15 @@ def observe(state: Fn) -> dict | None:
 def state_info(text: str) -> tuple[str | None, str | None, dict | None]:
     """(fingerprint, error, observation) of one state's JSON text; cached by text, since the
     states of bounded runs repeat."""
+    from trace_checker.traces import loads_strict
     try:
-        raw = json.loads(text)
+        raw = loads_strict(text)
     except json.JSONDecodeError as e:
         return None, f"state is not JSON: {e.msg}", None
+    except RecursionError:
+        return None, "state is nested too deeply", None
+    except ValueError as e:     # NaN / Infinity, duplicate keys, beyond Python's digit limit
+        return None, f"state is not JSON: {str(e)[:100]}", None
     if not isinstance(raw, dict) or not raw:
         return None, "state is not a JSON object of spec variables", None
     try:
