@@ -251,3 +251,47 @@ def test_one_bad_trace_never_stops_the_others_and_the_user_wins(tmp_path, tlc_to
     s = validate_corpus([corpus / "bounds-bug-config.jsonl", corpus / "bounds-absolute.jsonl"],
                         config="ticket-graph", manifest_dir=FIX)
     assert [r["verdict"] for r in s["results"]] == ["valid", "valid"] and s["ok"]
+
+
+# --------------------------------------------------------------------------- item 7: concurrency
+
+def test_two_simulate_runs_into_one_folder_refuse_or_both_appear(tmp_path):
+    from refimpl.sim.runner import LOCK_NAME, FolderBusy, RunSpec, _folder_lock, run_seeds
+    out = tmp_path / "corpus"
+    run_seeds(RunSpec("kraft", [0, 1], "none", 5), out)
+    run_seeds(RunSpec("kraft", [0], "chaos", 5), out)          # one after the other
+    m = json.loads((out / "manifest.json").read_text())
+    files = sorted(p.name for p in out.glob("*.jsonl"))
+    assert sorted(t["file"] for t in m["traces"]) == files and len(files) == 3
+    assert m["summary"]["traces"] == 3 and len(m["runs"]) == 2
+    # at the same time: the second run is refused, and says why
+    with _folder_lock(out):
+        with pytest.raises(FolderBusy, match="another `kraftcheck simulate`"):
+            run_seeds(RunSpec("kraft", [5], "none", 5), out)
+        r = subprocess.run([sys.executable, "-m", "kraftcheck", "simulate", "--seeds", "7",
+                            "--steps", "5", "--out", str(out)], capture_output=True, text=True,
+                           cwd=REPO_ROOT, timeout=300)
+        assert r.returncode == 2 and "another" in r.stderr
+    assert not (out / "kraft-chaos-7.jsonl").exists() and (out / LOCK_NAME).exists()
+
+
+@pytest.mark.tlc
+def test_a_reused_out_holds_this_runs_diagnoses_only(tmp_path, tlc_toolchain):
+    out = tmp_path / "out"
+    bad = FIX / "invalid-double-grant.jsonl"
+    s = validate_corpus([bad, FIX / "malformed-truncated.jsonl"], graph="ticket-graph",
+                        manifest_dir=FIX, out=out)
+    assert (out / "invalid-double-grant.jsonl.diagnosis.json").is_file()
+    s = validate_corpus([FIX / "malformed-truncated.jsonl"], graph="ticket-graph",
+                        manifest_dir=FIX, out=out)
+    kept = sorted(p.name for p in out.iterdir())
+    assert kept == ["malformed-truncated.jsonl", "malformed-truncated.jsonl.diagnosis.json",
+                    "summary.json"]
+    assert json.loads((out / "summary.json").read_text())["traces"] == 1
+    # a folder that is not an earlier validate output is never wiped
+    other = tmp_path / "mine"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    r = _cli(str(bad), "--graph", "ticket-graph", "--manifest", str(FIX), "--out", str(other),
+             "--json")
+    assert r.returncode == 2 and (other / "notes.txt").read_text() == "keep me"

@@ -5,7 +5,9 @@
   kraftcheck export itf TRACE.jsonl... --out DIR
 
 Exit status of simulate: 0 when the outcome is the expected one (no invariant violated; with
---bug, at least one trace caught the planted bug), 1 otherwise, 2 on bad arguments.
+--bug, at least one trace caught the planted bug), 1 otherwise, 2 on bad arguments or when
+another simulate is writing into the same --out (runs one after another into one folder both
+appear in its manifest.json).
 """
 
 from __future__ import annotations
@@ -88,7 +90,12 @@ def simulate(
             caught += bool(r.violations)
             progress.advance(task)
 
-        manifest = run_seeds(spec, out, done)
+        try:
+            manifest = run_seeds(spec, out, done)
+        except UsageError as e:          # FolderBusy: another run is writing into --out
+            progress.stop()
+            err_console.print(f"[red]error:[/red] {safe(e)}")
+            raise typer.Exit(2)
     s = manifest["summary"]
     ok = (s["traces_with_violations"] > 0) if bug else (s["traces_with_violations"] == 0)
     manifest["outcome"] = "expected" if ok else "unexpected"

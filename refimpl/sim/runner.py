@@ -5,9 +5,12 @@ Used by `kraftcheck simulate` and benchmarks/bench_simulate.py.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import importlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,10 +132,74 @@ def trace_id(protocol: str, faults: str, seed: int, bug: str | None,
     return f"{tid}@{Path(bounds).stem}" if bounds else tid
 
 
+class FolderBusy(UsageError):
+    """Another simulate run is writing into the same --out folder."""
+
+
+LOCK_NAME = ".kraftcheck-simulate.lock"
+
+
+@contextlib.contextmanager
+def _folder_lock(out_dir: Path | None):
+    """An exclusive lock on out_dir for one run: a second run into the same folder while
+    the first is running is refused (FolderBusy), never interleaved into its manifest."""
+    if out_dir is None:
+        yield
+        return
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out_dir / LOCK_NAME, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise FolderBusy(f"another `kraftcheck simulate` is writing into {out_dir}; wait "
+                             "for it or give another --out") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def _merge_previous(out_dir: Path, manifest: dict) -> dict:
+    """The folder's manifest after this run: this run's traces, plus the entries of earlier
+    runs into the same folder whose files are still there and were not rewritten now, so
+    every trace file of the folder appears in it (`runs` lists each run's arguments)."""
+    try:
+        old = json.loads((out_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return manifest
+    if not isinstance(old, dict) or old.get("schema") != MANIFEST_SCHEMA:
+        return manifest
+    mine = {t.get("file") for t in manifest["traces"]}
+    kept = [t for t in old.get("traces", []) if isinstance(t, dict) and t.get("file")
+            and t["file"] not in mine and (out_dir / str(t["file"])).is_file()]
+    if not kept:
+        return manifest
+    runs = old.get("runs") or [old.get("arguments")]
+    merged = dict(manifest, traces=kept + manifest["traces"],
+                  runs=[r for r in runs if r] + [manifest["arguments"]])
+    traces = merged["traces"]
+    merged["summary"] = {
+        "traces": len(traces), "steps": sum(t.get("steps", 0) for t in traces),
+        "bytes": sum(t.get("bytes", 0) for t in traces),
+        "traces_with_violations": sum(1 for t in traces if t.get("violations")),
+        "invariants_violated": sorted({v["invariant"] for t in traces
+                                       for v in t.get("violations") or []
+                                       if isinstance(v, dict) and "invariant" in v})}
+    return merged
+
+
 def run_seeds(spec: RunSpec, out_dir: Path | None,
               on_done: Callable[[SimResult], None] | None = None) -> dict:
     """Run every seed; write each trace (atomically) and manifest.json into out_dir (when
-    given); return the manifest."""
+    given); return the manifest of this run.  A second run into the same folder at the same
+    time is refused (FolderBusy); one after another, the folder's manifest.json lists the
+    traces of both (see _merge_previous)."""
+    with _folder_lock(out_dir):
+        return _run_seeds(spec, out_dir, on_done)
+
+
+def _run_seeds(spec: RunSpec, out_dir: Path | None,
+               on_done: Callable[[SimResult], None] | None = None) -> dict:
     from kraftcheck.output import write_atomic
 
     cls, bounds = spec.validate()
@@ -180,7 +247,8 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
         },
     }
     if out_dir is not None:
-        write_atomic(out_dir / "manifest.json", json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+        folder = _merge_previous(out_dir, manifest)
+        write_atomic(out_dir / "manifest.json", json.dumps(folder, indent=2, sort_keys=True) + "\n")
     return manifest
 
 
