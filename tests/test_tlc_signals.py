@@ -1,0 +1,77 @@
+"""Signals (issue 10, item 6): SIGTERM / SIGINT to kraftcheck stop TLC's JVM too (TLC runs in
+its own process group, which kraftcheck kills on every exit path), and an interrupted run
+leaves no partial dump a later run could take for complete."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kraftcheck.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == pid:
+            out.append(int(p.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_stops_the_jvm_and_leaves_no_partial_dump(sig, tmp_path, tlc_toolchain):
+    dump = tmp_path / "graph.dot"
+    env = {**os.environ, "KRAFTCHECK_WORK": str(tmp_path / "work")}
+    # kraft-ci-lossy explores ~1M states: minutes, so it is surely running when signalled
+    p = subprocess.Popen([sys.executable, "-m", "kraftcheck", "tlc", "run", "kraft-ci-lossy",
+                          "--workers", "1", "--dump", str(dump)], cwd=REPO_ROOT, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        jvm = None
+        deadline = time.monotonic() + 300
+        while jvm is None and time.monotonic() < deadline and p.poll() is None:
+            kids = [k for k in _children(p.pid) if "java" in Path(f"/proc/{k}/cmdline")
+                    .read_bytes().split(b"\0")[0].decode(errors="replace")]
+            jvm = kids[0] if kids else None
+            time.sleep(0.2)
+        assert jvm is not None, p.communicate()
+        assert os.getpgid(jvm) == jvm != os.getpgid(p.pid)    # TLC has its own group
+        deadline = time.monotonic() + 120                       # TLC is writing its dump
+        while not list(tmp_path.glob(".graph.dot.*.part.dot")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        p.send_signal(sig)
+        p.wait(timeout=120)
+        assert p.returncode != 0
+        deadline = time.monotonic() + 30
+        while _alive(jvm) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(jvm), "the JVM outlived kraftcheck"
+        assert not dump.exists() and not list(tmp_path.glob("*.dot"))
+        assert not list(tmp_path.glob(".*.part.dot"))
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
