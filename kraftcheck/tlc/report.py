@@ -7,13 +7,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from kraftcheck.tlc.runner import TLCResult
-from kraftcheck.values import Value, to_tla
+from kraftcheck.output import safe
+from kraftcheck.values import Value, ValueError_, canonical_json, to_tla
 
 _MAX_CELL = 160
 
 
 def _short(v: Value) -> str:
-    s = to_tla(v)
+    try:
+        s = to_tla(v)
+    except ValueError_:           # a string TLA+ cannot spell (a control character): its JSON
+        s = canonical_json(v)
     return s if len(s) <= _MAX_CELL else s[: _MAX_CELL - 3] + "..."
 
 
@@ -31,8 +35,8 @@ def counterexample_table(result: TLCResult) -> Table:
     prev = None
     for step in result.counterexample:
         names = changed_variables(prev, step.state)
-        body = "\n".join(escape(f"{k} = {_short(step.state[k])}") for k in names) or "(no change)"
-        t.add_row(str(step.index), step.action, body)
+        body = "\n".join(safe(f"{k} = {_short(step.state[k])}") for k in names) or "(no change)"
+        t.add_row(str(step.index), safe(step.action), body)
         prev = step.state
     if result.loop_back_to is not None:
         t.add_row("", f"back to state {result.loop_back_to}", "")
