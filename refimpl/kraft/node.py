@@ -90,6 +90,7 @@ class KRaftNode:
         self.bug_majority = bug_enabled(bug, "majority-off-by-one")
         self.bug_cluster_id_fatal_from_non_leader = bug_enabled(
             bug, "cluster-id-fatal-from-any-replica")
+        self.bug_reset_election_timer = bug_enabled(bug, "vote-rejection-resets-election-timer")
 
     # ------------------------------------------------------------------ construction
 
@@ -184,7 +185,8 @@ class KRaftNode:
             # a Fetch is still outstanding (it may get no answer: a replica with nothing to
             # tell sends none): fetch again when quorum.request.timeout.ms expires
             keep[REQUEST] = SetTimer(REQUEST, cfg.request_timeout_ms)
-        keeps_time_left = (prev is not None and voter and s.role is Role.UNATTACHED
+        keeps_time_left = (prev is not None and voter and not self.bug_reset_election_timer
+                           and s.role is Role.UNATTACHED
                            and s.epoch > prev.epoch
                            and prev.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE))
         return tuple(keep[t] if t in keep else CancelTimer(t) for t in ALL_TIMERS
