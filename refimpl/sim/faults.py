@@ -47,6 +47,7 @@ class FaultProfile:
     disk_loss: float = 0.0                       # probability a crash loses the node's disk
     long_delay: float = 0.0                      # probability a message is held back long
     long_delay_ms: tuple[int, int] = (200, 3000)  # the extra delay of such a message
+    async_log_info: bool = False                 # KIP-966 GetReplicaLogInfo via the network
 
 
 PROFILES: dict[str, FaultProfile] = {p.name: p for p in (
@@ -59,7 +60,7 @@ PROFILES: dict[str, FaultProfile] = {p.name: p for p in (
                  client_every_ms=80),
     FaultProfile("delays", latency_ms=(1, 20), long_delay=0.12, long_delay_ms=(150, 2500),
                  duplication=0.03, partition_every_ms=2500, partition_duration_ms=(300, 1500),
-                 crash_every_ms=1500, downtime_ms=(50, 1500)),
+                 crash_every_ms=1500, downtime_ms=(50, 1500), async_log_info=True),
     FaultProfile("disk-loss", latency_ms=(1, 20), crash_every_ms=1500, downtime_ms=(50, 2500),
                  graceful=0.2, unclean=0.0, disk_loss=0.6),
 )}

@@ -236,6 +236,10 @@ class ProtocolAdapter(ABC):
     def bind(self, world: World) -> None:
         """Called once, before the first step, with the World the run updates in place."""
 
+    def use_profile(self, profile: Any) -> None:
+        """Called once by the simulator with the run's fault profile (refimpl.sim.faults), for
+        schedule choices the adapter makes itself (KIP-966: asynchronous GetReplicaLogInfo)."""
+
     def after_step(self, world: World, node: str | None, action: str) -> None:
         """Called after every step, before the state is projected: update history (ghost)
         variables kept in `world.history`."""

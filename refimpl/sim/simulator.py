@@ -106,6 +106,7 @@ class Simulator:
         self.trace_id = trace_id or f"{adapter.name}-{profile.name}-{seed}"
         self.bounds_label = bounds_label
         self.rng = random.Random(seed)
+        adapter.use_profile(profile)
         lim = adapter.sim_limits()
         self.limits = lim
         self.net = Network(profile, self.rng, allow_loss=lim.allow_loss,
