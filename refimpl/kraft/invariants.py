@@ -20,7 +20,11 @@ checked.
                             and a replica outside the quorum's cluster keeps an empty log
   NoCorrectReplicaShutDown  a replica with the quorum's clusterId is never stopped by a
                             clusterId error
-  HighWatermarkMonotonic    a replica's HWM only decreases on Restart (to 0)
+  HighWatermarkMonotonic    a replica's HWM only decreases on Restart or LoseDisk (to 0)
+
+A replica stopped by a fatal error instead of truncating below its HWM (NodeState.fatal_error,
+KIP-595 "FetchResponse Handling" step 2 as Kafka enforces it) is reported as
+HighWatermarkWithinLog: the truncation it refused would have left HWM > log end offset.
 """
 
 from __future__ import annotations
