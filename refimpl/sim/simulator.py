@@ -33,7 +33,7 @@ from refimpl.sim.network import Network
 from refimpl.sim.protocol import (
     CancelTimer, Envelope, ProtocolAdapter, SetTimer, Transition, World, dumps,
 )
-from refimpl.sim.scenario import Scenario
+from refimpl.sim.scenario import Scenario, ScenarioError
 from refimpl.trace.format import footer_obj, header_obj, step_line
 
 __all__ = ["Simulator", "SimResult", "run_one", "LIVENESS", "DEFAULT_LIVENESS_BOUND_MS"]
@@ -130,6 +130,8 @@ class Simulator:
         self.scenario = scenario
         if scenario is not None:
             scenario.check(self.nodes)
+            if not adapter.supports_disk_loss and any(e.kind == "wipe" for e in scenario.events):
+                raise ScenarioError(f"wipe: protocol {adapter.name!r} does not model disk loss")
         if faults_until_ms is not None and faults_until_ms < 0:
             raise ValueError("faults_until_ms must be >= 0")
         self.faults_until_ms = faults_until_ms
