@@ -331,3 +331,32 @@ def test_random_scenarios_keep_the_invariants_and_recover(seed, profile, cuts, c
     r = live(profile, seed, scenario=sc, until=until)
     assert r.violations == [], r.violations[:1]
     assert r.liveness["verdict"] == "recovered"
+
+
+# ---------------------------------------------------------------- CLI
+
+def test_cli_liveness_run_and_its_errors(tmp_path):
+    from typer.testing import CliRunner
+
+    from kraftcheck.cli import app
+    from kraftcheck.paths import REPO_ROOT
+    from refimpl.sim.runner import RunSpec, UsageError
+    runner = CliRunner()
+    ok = runner.invoke(app, ["simulate", "--seeds", "0:1", "--faults", "disk-loss", "--steps",
+                             "20000", "--faults-until", "15000", "--json"])
+    assert ok.exit_code == 0, ok.output
+    m = json.loads(ok.stdout)
+    assert [t["liveness"]["verdict"] for t in m["traces"]] == ["recovered", "recovered"]
+    assert all(t["invariants"][LIVENESS] == "ok" for t in m["traces"])
+    # the step budget ends before the deadline: undecided, which fails closed
+    short = runner.invoke(app, ["simulate", "--seeds", "0", "--faults", "chaos", "--steps", "200",
+                                "--faults-until", "15000"])
+    assert short.exit_code == 1 and "liveness undecided" in short.output
+    for bad in (RunSpec("kraft", [0], "chaos", 10, faults_until_ms=-1),
+                RunSpec("kraft", [0], "chaos", 10, faults_until_ms=5, liveness_bound_ms=0),
+                RunSpec("elr", [0], "chaos", 10, faults_until_ms=5),
+                RunSpec("kraft", [0], "chaos", 10,
+                        str(REPO_ROOT / "tlc_configs" / "kraft-graph-small.cfg"),
+                        faults_until_ms=5)):
+        with pytest.raises(UsageError):
+            bad.validate()

@@ -125,6 +125,13 @@ class RunSpec:
             cls.from_options(bounds, self.bug)
         except ValueError as e:
             raise UsageError(str(e)) from None
+        if self.faults_until_ms is not None:
+            if cls.recovered is ProtocolAdapter.recovered:
+                raise UsageError(f"--faults-until: protocol {self.protocol!r} has no liveness "
+                                 "check (its adapter does not judge recovery)")
+            if bounds is not None:
+                raise UsageError("--faults-until checks liveness, which a TLC config's bounds "
+                                 "(MaxEpoch, MaxRestarts, ...) can forbid: run it unbounded")
         return cls, bounds
 
 
