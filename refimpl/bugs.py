@@ -78,6 +78,18 @@ _BUGS: list[PlantedBug] = [
         bounds="tlc_configs/kraft-ci-clusterid.cfg"),
 ]
 
+
+# ---- KIP-595 liveness (caught by the simulator's online liveness check: faults_until_ms) -------
+_BUGS += [
+    PlantedBug(
+        "vote-rejection-resets-election-timer", "kraft",
+        "A voter that rejects a Vote request of a larger epoch (its own log is more up-to-date) "
+        "restarts its election timer instead of keeping the time it had left (Kafka's "
+        "QuorumState.transitionToUnattached), so a candidate that can never win keeps the "
+        "voters that could win from ever timing out: an election livelock.",
+        ("LeaderElectedAndReplicasCaughtUp",)),
+]
+
 BUGS: dict[str, PlantedBug] = {b.name: b for b in _BUGS}
 
 

@@ -414,7 +414,7 @@ def test_hwm_bug_commits_old_epoch_records():
 def test_observer_fetch_does_not_advance_hwm():
     t = N.handle_message(leader_state(), "o1", fetch(3, 2))
     assert t.state.high_watermark == 0
-    assert t.state.observer_end_offset["o1"] == 3
+    assert t.state.last_fetch_offset["o1"] == 3
     assert t.state.follower_end_offset == leader_state().follower_end_offset
 
 
@@ -590,7 +590,7 @@ def test_client_append_only_on_leader_and_synced():
 
 def test_describe_quorum():
     from kraftcheck.values import Fn
-    s = leader_state(follower_end_offset=Fn({"n2": 2}), observer_end_offset=Fn({"o1": 1}),
+    s = leader_state(last_fetch_offset=Fn({"n2": 2, "o1": 1}),
                      high_watermark=2)
     d = N.describe_quorum(s)
     assert d.error is Errors.NONE and d.leader_id == "n1" and d.high_watermark == 2

@@ -52,13 +52,19 @@ def simulate(
     protocol: str = typer.Option("kraft", "--protocol", help="kraft (KIP-595) or elr (KIP-966)."),
     seeds: str = typer.Option("0:9", "--seeds", help="Seeds: N, A:B (inclusive) or a comma list."),
     faults: str = typer.Option("chaos", "--faults",
-                               help="Fault profile: none, lossy, partitions, crashes, chaos."),
+                               help="Fault profile: none, lossy, partitions, crashes, chaos, "
+                                    "delays, disk-loss."),
     steps: int = typer.Option(1000, "--steps", help="Steps per trace (after Init)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for traces and manifest.json."),
     bounds: Optional[Path] = typer.Option(None, "--bounds", help="TLC .cfg whose CONSTANTS bound the run."),
     bug: Optional[str] = typer.Option(None, "--bug", help="Switch on one planted bug."),
     list_bugs: bool = typer.Option(False, "--list-bugs", help="List the planted bugs and exit."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest as JSON."),
+    faults_until: Optional[int] = typer.Option(
+        None, "--faults-until", help="Stop the faults at this virtual time (ms) and check "
+        "liveness: a leader is elected and every replica catches up within --liveness-bound."),
+    liveness_bound: int = typer.Option(15_000, "--liveness-bound",
+                                       help="Liveness bound after --faults-until (ms)."),
 ) -> None:
     """Run the deterministic simulator over a range of seeds, checking invariants online."""
     if list_bugs:
@@ -68,7 +74,8 @@ def simulate(
 
     try:
         spec = RunSpec(protocol=protocol, seeds=parse_seeds(seeds), faults=faults, steps=steps,
-                       bounds_path=str(bounds) if bounds is not None else None, bug=bug)
+                       bounds_path=str(bounds) if bounds is not None else None, bug=bug,
+                       faults_until_ms=faults_until, liveness_bound_ms=liveness_bound)
         spec.validate()
     except UsageError as e:
         err_console.print(f"[red]error:[/red] {e}")
@@ -98,6 +105,12 @@ def simulate(
             raise typer.Exit(2)
     s = manifest["summary"]
     ok = (s["traces_with_violations"] > 0) if bug else (s["traces_with_violations"] == 0)
+    undecided = [t["seed"] for t in manifest["traces"]
+                 if t.get("liveness", {}).get("verdict") == "undecided"]
+    if undecided:   # fail closed: the step budget ended before the liveness deadline
+        ok = False
+        err_console.print(f"[red]liveness undecided[/red] for seed(s) {undecided[:10]}: "
+                          "--steps ended before --faults-until + --liveness-bound")
     manifest["outcome"] = "expected" if ok else "unexpected"
     if as_json:
         print_json(manifest)

@@ -23,7 +23,8 @@ several nodes' handlers synchronously, the messages between them bypassing the n
 * a clean shutdown: the flush, the CleanShutdownFile, the controlled shutdown at the
   controller, and the broker's stop -- `CleanShutdown`;
 * GetReplicaLogInfo requests and their replies (each reply the controller takes is a spec
-  step of its own, `SendReplicaLogInfo`);
+  step of its own, `SendReplicaLogInfo`); with a profile's `async_log_info` (`delays`) the
+  requests go through the network and only the reply is synchronous with its request;
 * heartbeats when FenceRunningBrokers = FALSE (a running broker's session never expires).
 
 Produce requests and their answers, ISR expansion requests (the maximal ISR vs the committed
@@ -65,6 +66,13 @@ _MAX_FETCHES = 64
 #: Messages always delivered synchronously (see the module docstring).
 _SYNC = (PartitionMetadata, BrokerRegistrationRequest, BrokerRegistrationResponse,
          GetReplicaLogInfoRequest, GetReplicaLogInfoResponse)
+#: ... unless the fault profile asks for asynchronous GetReplicaLogInfo (`delays`): then the
+#: requests go through the network (latency, loss, long delays, partitions) and the reply is
+#: taken at the request's delivery, in one step with the broker's answer (spec
+#: SendReplicaLogInfo: replies[b] := LogInfo(b) when it is taken).  Between the request and
+#: the controller's decision brokers restart, are fenced and unfenced, and late requests carry
+#: an older partition leader epoch (fenced replies).
+_SYNC_ASYNC_LOG_INFO = tuple(m for m in _SYNC if m is not GetReplicaLogInfoRequest)
 
 
 class _Event:
@@ -141,6 +149,10 @@ class ELRAdapter(ProtocolAdapter):
     spec_module = "ELR"
     supports_unclean_shutdown = True
     atomic_graceful_shutdown = True
+    async_log_info = False   # set by use_profile: GetReplicaLogInfo requests via the network
+
+    def use_profile(self, profile) -> None:
+        self.async_log_info = bool(getattr(profile, "async_log_info", False))
 
     def __init__(self, config: ElrConfig | None = None, max_restarts: int | None = None,
                  max_client_requests: int | None = None):
@@ -239,9 +251,10 @@ class ELRAdapter(ProtocolAdapter):
         """(synchronous, network) sends of `t`; `reply_to`: the sender of the synchronous
         message `t` answers (its answers to it are synchronous too)."""
         sync, rest = [], []
+        always = _SYNC_ASYNC_LOG_INFO if self.async_log_info else _SYNC
         for env in t.sends:
             m = env.payload
-            if isinstance(m, _SYNC):
+            if isinstance(m, always):
                 sync.append(env)
             elif isinstance(m, BrokerHeartbeatRequest):
                 (sync if m.want_shutdown or not self.config.fence_running_brokers

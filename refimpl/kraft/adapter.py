@@ -17,7 +17,8 @@ from refimpl.kraft import spec_mapping as sm
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.invariants import KRaftMonitor
 from refimpl.kraft.node import CHECK_QUORUM, ELECTION, KRaftNode
-from refimpl.kraft.state import META_PROPERTIES, NodeState, Role
+from refimpl.kraft.messages import VoteRequest
+from refimpl.kraft.state import META_PROPERTIES, QUORUM_STATE, NodeState, Role
 from refimpl.sim.bounds import Bounds, BoundsError
 from refimpl.sim.protocol import (
     Envelope, Monitor, ProtocolAdapter, SetTimer, SimLimits, Transition, World, dumps,
@@ -99,13 +100,17 @@ class KRaftAdapter(ProtocolAdapter):
     name = "kraft"
     spec_module = sm.SPEC_MODULE
     supports_unclean_shutdown = False  # KIP-595 fsyncs every append: nothing to lose
+    supports_disk_loss = True          # LoseDisk: empty log and quorum-state
 
     def __init__(self, bounds: KRaftBounds | None = None, bug: str | None = None,
-                 config: QuorumConfig | None = None, bootstrap_cluster_id: bool = False):
+                 config: QuorumConfig | None = None, bootstrap_cluster_id: bool = False,
+                 observer_rediscovery: bool = True):
         """`bootstrap_cluster_id`: start every replica without a cached clusterId (a brand new
         cluster, KIP-595r "Cluster Bootstrapping": the first leader generates it).  The default
         formats every replica with the spec's ClusterOf (cluster-A, or cluster-B for the
-        MisconfiguredServers), as the spec's model does."""
+        MisconfiguredServers), as the spec's model does.  `observer_rediscovery`: an observer
+        whose leader is silent for quorum.fetch.timeout.ms asks the voters again (Kafka); off
+        under `--bounds`, whose spec has a Follower fetch only from its leader."""
         self.bounds = bounds or KRaftBounds(voters=("n1", "n2", "n3"), values=("v1", "v2"))
         self.bug = bug
         self.cfg = config or QuorumConfig(voters=self.bounds.voters, fetch_max_records=1,
@@ -113,7 +118,8 @@ class KRaftAdapter(ProtocolAdapter):
         if self.cfg.voters != self.bounds.voters:
             raise ValueError("config voters differ from the bounds' servers")
         self.node = KRaftNode(self.cfg, bug, max_epoch=self.bounds.max_epoch,
-                              timeout_voters=self.bounds.timeout_voters)
+                              timeout_voters=self.bounds.timeout_voters,
+                              observer_rediscovery=observer_rediscovery)
         self._nodes = self.bounds.voters + self.bounds.observers
         self._timeout_voters = set(self.bounds.timeout_voters or self.bounds.voters)
         self._encoder = sm.StateEncoder(self._nodes, self.bounds.voters)
@@ -122,10 +128,18 @@ class KRaftAdapter(ProtocolAdapter):
                                CLUSTER_B if n in self.bounds.misconfigured else CLUSTER_A)
                            for n in self._nodes}
         self.history = sm.History(self.cluster_of)
+        self.world: World | None = None
+        self._wiped_epoch: dict[str, int] = {}   # wiped, not yet restarted -> epoch it knew
+        self._catch_up_target: tuple | None = None  # (leader, epoch, HWM) replicas must reach
 
     @classmethod
     def from_options(cls, bounds: Bounds | None, bug: str | None) -> "KRaftAdapter":
-        return cls(KRaftBounds.from_cfg(bounds) if bounds is not None else None, bug)
+        if bounds is None:
+            return cls(None, bug)
+        return cls(KRaftBounds.from_cfg(bounds), bug, observer_rediscovery=False)
+
+    def bind(self, world: World) -> None:
+        self.world = world
 
     # ---- static facts
     def nodes(self) -> tuple[str, ...]:
@@ -161,6 +175,8 @@ class KRaftAdapter(ProtocolAdapter):
 
     def init(self):
         self._counter = 0
+        self._wiped_epoch = {}
+        self._catch_up_target = None
         self.history = sm.History(self.cluster_of)
         self._encoder = sm.StateEncoder(self._nodes, self.bounds.voters)
         states, disks, timers = {}, {}, []
@@ -207,6 +223,103 @@ class KRaftAdapter(ProtocolAdapter):
                        if not isinstance(x, SetTimer) or self._timer_allowed(node, x.name))
         return self._named(Transition(t.state, t.action, t.params, t.sends, t.persist, timers,
                                       t.halt, t.split_sends))
+
+    # ---- disk loss (spec LoseDisk)
+    def lose_disk(self, node: str, disk: dict[str, Any]) -> dict[str, Any]:
+        """The log and the quorum-state file are gone; the operator re-formats the storage
+        with the cluster's id (meta.properties), as `kafka-storage format` would."""
+        self._wiped_epoch[node] = self.world.states[node].epoch
+        cid = disk.get(META_PROPERTIES, self.cluster_of.get(node))
+        return {META_PROPERTIES: cid} if cid is not None else {}
+
+    def restart_after_disk_loss(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition:
+        self._wiped_epoch.pop(node, None)
+        t = self.node.restart(node, disk, action="LoseDisk")
+        timers = tuple(x for x in t.timers
+                       if not isinstance(x, SetTimer) or self._timer_allowed(node, x.name))
+        return self._named(Transition(t.state, t.action, t.params, t.sends, t.persist, timers,
+                                      t.halt, t.split_sends))
+
+    def disk_loss_allowed(self, node: str) -> bool:
+        """The disk-loss discipline of Kafka's canRecoverFromSingleNodeCommittedDataLoss: wipe
+        a replica only when the other voters alone still hold every committed record on a
+        majority (so the loss takes no committed record below a majority: the spec's
+        NoCommittedRecordLost keeps holding).  KIP-595 itself cannot protect more: a replica
+        with empty state "can lead to correctness violations" ("Cluster Bootstrapping")."""
+        w = self.world
+        if w.states[node].role is Role.SHUTDOWN:
+            return False
+        voters = self.bounds.voters
+        others = [w.states[v].log for v in voters if v != node]
+        for k, (rec, _) in enumerate(self.history.ghost_committed):
+            held = sum(1 for log in others if len(log) > k and log[k] == rec)
+            if held * 2 <= len(voters):
+                return False
+        return True
+
+    def rejoin_allowed(self, node: str) -> bool:
+        """A wiped replica starts again only once the others have moved on (Kafka's test
+        restarts it after "a new leader is elected", hasConsistentLeader): every other voter
+        is up and a majority follows one leader of an epoch no older than any the wiped
+        replica knew (so no candidate of such an epoch is left), and
+        no Vote request addressed to it is still in flight.  Then it cannot vote again in an
+        epoch it voted in before its disk was lost (NoDoubleVote) and learns the leader at its
+        first Fetch."""
+        w = self.world
+        old = self._wiped_epoch.get(node, 0)
+        leader = self._stable_leader(w, exclude=node)
+        if leader is None or w.states[leader].epoch < old:
+            return False
+        if not all(w.up[v] for v in self.bounds.voters if v != node):
+            return False
+        return not any(env.dst == node and isinstance(env.payload, VoteRequest)
+                       for env, _ in w.in_flight.values())
+
+    # ---- liveness
+    def _stable_leader(self, w: World, exclude: str | None = None) -> str | None:
+        """The leader a majority of the voters follows (it included), among the running
+        replicas, or None."""
+        voters = self.bounds.voters
+        for lid in voters:
+            if lid == exclude or not w.up[lid]:
+                continue
+            ls = w.states[lid]
+            if ls.role is not Role.LEADER:
+                continue
+            n = sum(1 for v in voters if v == lid or (
+                v != exclude and w.up[v] and w.states[v].epoch == ls.epoch
+                and w.states[v].leader_id == lid))
+            if n * 2 > len(voters):
+                return lid
+        return None
+
+    def has_leader(self, world: World) -> bool:
+        return self._stable_leader(world) is not None
+
+    def recovered(self, world: World) -> bool:
+        """A leader a majority follows has committed a record of its epoch (its LeaderChange
+        record), and every other replica that can run (not stopped for good by a fatal error)
+        is up, follows it in its epoch and has reached the high watermark the leader had when
+        it first was so (Kafka's allReachedHighWatermark: the workload keeps appending, so the
+        target is fixed when it is set; a change of leader sets a new one)."""
+        lid = self._stable_leader(world)
+        if lid is None:
+            self._catch_up_target = None
+            return False
+        ls = world.states[lid]
+        if ls.high_watermark <= ls.epoch_start_offset:
+            return False
+        t = self._catch_up_target
+        if t is None or t[:2] != (lid, ls.epoch):
+            t = self._catch_up_target = (lid, ls.epoch, ls.high_watermark)
+        for n in self._nodes:
+            s = world.states[n]
+            if n == lid or s.role is Role.SHUTDOWN:
+                continue
+            if not world.up[n] or s.epoch != ls.epoch or s.leader_id != lid \
+                    or s.high_watermark < t[2]:
+                return False
+        return True
 
     def crash_allowed(self, node: str, state: NodeState) -> bool:
         # spec Restart: not a Shutdown replica; bounded: a leader of MaxEpoch does not crash

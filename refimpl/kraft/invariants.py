@@ -20,13 +20,18 @@ checked.
                             and a replica outside the quorum's cluster keeps an empty log
   NoCorrectReplicaShutDown  a replica with the quorum's clusterId is never stopped by a
                             clusterId error
-  HighWatermarkMonotonic    a replica's HWM only decreases on Restart (to 0)
+  HighWatermarkMonotonic    a replica's HWM only decreases on Restart or LoseDisk (to 0)
+
+A replica stopped by a fatal error instead of truncating below its HWM (NodeState.fatal_error,
+KIP-595 "FetchResponse Handling" step 2 as Kafka enforces it) is reported as
+HighWatermarkWithinLog: the truncation it refused would have left HWM > log end offset.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 
+from refimpl.kraft.spec_mapping import RESTART_ACTIONS
 from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.protocol import Monitor, Violation, World
 
@@ -78,7 +83,7 @@ class KRaftMonitor(Monitor):
                     out += self._check_node(world, n, world.states[n], action, hist)
             return out
         s = world.states[node]
-        if self._seen.get(node) is not s or action == "Restart":
+        if self._seen.get(node) is not s or action in RESTART_ACTIONS:
             out += self._check_node(world, node, s, action, hist)
         return out
 
@@ -152,13 +157,17 @@ class KRaftMonitor(Monitor):
         # HighWatermarkMonotonic / HighWatermarkWithinLog
         hwm = s.high_watermark
         last = self.last_hwm.get(node, 0)
-        if hwm < last and not (action == "Restart" and hwm == 0):
+        if hwm < last and not (action in RESTART_ACTIONS and hwm == 0):
             out.append(Violation("HighWatermarkMonotonic",
                                  f"{node}: high watermark went from {last} to {hwm}"))
         self.last_hwm[node] = hwm
         if hwm > len(s.log):
             out.append(Violation("HighWatermarkWithinLog",
                                  f"{node}: high watermark {hwm} > log end offset {len(s.log)}"))
+        if s.fatal_error is not None and (prev is None or prev.fatal_error is None):
+            # the replica stopped rather than truncate below its HWM (Kafka's fatal error):
+            # the truncation it refused would have left HWM > log end offset
+            out.append(Violation("HighWatermarkWithinLog", f"{node} stopped: {s.fatal_error}"))
         # ClusterIdIsolation
         mine = self.cluster_of.get(node)
         if mine is not None:
@@ -172,7 +181,8 @@ class KRaftMonitor(Monitor):
                 out.append(Violation("ClusterIdIsolation",
                                      f"{node} ({mine}) obtained records of another cluster"))
         # NoCorrectReplicaShutDown (KIP-595r "Cluster Bootstrapping")
-        if s.role is Role.SHUTDOWN and (prev is None or prev.role is not Role.SHUTDOWN) and (
+        if s.role is Role.SHUTDOWN and s.fatal_error is None and (
+                prev is None or prev.role is not Role.SHUTDOWN) and (
                 not self.quorum_clusters or mine in self.quorum_clusters):
             out.append(Violation("NoCorrectReplicaShutDown",
                                  f"{node} ({mine}) has the quorum's clusterId but was shut down "

@@ -37,7 +37,7 @@ from refimpl.kraft.state import (
 from refimpl.sim.protocol import CancelTimer, Envelope, Persist, SetTimer, Transition
 
 __all__ = ["KRaftNode", "ELECTION", "FETCH", "REQUEST", "RESEND", "CHECK_QUORUM",
-           "BECOME_LEADER", "ALL_TIMERS"]
+           "BECOME_LEADER", "FETCH_TIMEOUT", "ALL_TIMERS", "TRUNCATION_BELOW_HWM"]
 
 # Timer names.
 ELECTION = "election"            # fetch timeout (follower) / election timeout + backoff (others)
@@ -46,7 +46,11 @@ REQUEST = "request-timeout"      # the pending Fetch got no response (quorum.req
 RESEND = "resend"                # re-send Vote (candidate) / BeginQuorumEpoch (leader)
 CHECK_QUORUM = "check-quorum"    # leader progress timeout (quorum.fetch.timeout.ms)
 BECOME_LEADER = "become-leader"  # single-voter quorum: the candidate takes office at once
-ALL_TIMERS = (ELECTION, FETCH, REQUEST, RESEND, CHECK_QUORUM, BECOME_LEADER)
+FETCH_TIMEOUT = "fetch-timeout"  # observer: quorum.fetch.timeout.ms without a successful Fetch
+ALL_TIMERS = (ELECTION, FETCH, REQUEST, RESEND, CHECK_QUORUM, BECOME_LEADER, FETCH_TIMEOUT)
+
+# NodeState.fatal_error of a follower told to truncate below its high watermark
+TRUNCATION_BELOW_HWM = "truncation below the high watermark"
 
 _EMPTY_FN = Fn()
 _PASSIVE = (Role.UNATTACHED, Role.VOTED, Role.FOLLOWER)
@@ -67,12 +71,17 @@ class KRaftNode:
     voter whose timers may not fire.  The defaults are the unbounded protocol."""
 
     def __init__(self, config: QuorumConfig, bug: str | None = None,
-                 max_epoch: int | None = None, timeout_voters=None):
+                 max_epoch: int | None = None, timeout_voters=None,
+                 observer_rediscovery: bool = True):
         self.cfg = config
         self.voters = config.voters
         self.majority = config.majority
         self.max_epoch = max_epoch
         self.timeout_voters = frozenset(config.voters if timeout_voters is None else timeout_voters)
+        # Kafka's observer goes back to asking the voters when its leader has been silent for
+        # quorum.fetch.timeout.ms; spec/KRaft.tla has no such step (a Follower fetches only
+        # from its leader), so bounded (spec-faithful) runs switch it off
+        self.observer_rediscovery = observer_rediscovery
         self.bug_hwm_epoch = bug_enabled(bug, "hwm-no-current-epoch-check")
         self.bug_div_off_by_one = bug_enabled(bug, "diverging-epoch-off-by-one")
         self.bug_vote_not_persisted = bug_enabled(bug, "double-vote-after-restart")
@@ -81,6 +90,7 @@ class KRaftNode:
         self.bug_majority = bug_enabled(bug, "majority-off-by-one")
         self.bug_cluster_id_fatal_from_non_leader = bug_enabled(
             bug, "cluster-id-fatal-from-any-replica")
+        self.bug_reset_election_timer = bug_enabled(bug, "vote-rejection-resets-election-timer")
 
     # ------------------------------------------------------------------ construction
 
@@ -94,7 +104,7 @@ class KRaftNode:
     def initial_timers(self, s: NodeState) -> tuple:
         return self._role_timers(s)
 
-    def restart(self, node_id: str, disk) -> Transition:
+    def restart(self, node_id: str, disk, action: str = "Restart") -> Transition:
         """Restart from the quorum-state file, the log and meta.properties (KIP-595 "Quorum
         State": the file initialises the quorum state after a restart and keeps the vote).
         Volatile state is lost (HWM 0).  A replica that led the epoch comes back Resigned (it
@@ -117,7 +127,7 @@ class KRaftNode:
         timers = self._role_timers(s)
         if s.role is Role.CANDIDATE:
             timers = tuple(x for x in timers if x.name != RESEND) + (SetTimer(RESEND, 0),)
-        return Transition(s, "Restart", {"node": node_id}, timers=timers)
+        return Transition(s, action, {"node": node_id}, timers=timers)
 
     # ------------------------------------------------------------------ helpers
 
@@ -138,8 +148,15 @@ class KRaftNode:
                                                 cfg.election_backoff_max_ms))
         return SetTimer(ELECTION, cfg.election_timeout_ms, jitter)
 
-    def _role_timers(self, s: NodeState) -> tuple:
-        """The timers of a role just entered (every other timer is cancelled)."""
+    def _role_timers(self, s: NodeState, prev: NodeState | None = None) -> tuple:
+        """The timers of a role just entered (every other timer is cancelled).
+
+        `prev` is the state the replica leaves.  A voter that moves to Unattached in a larger
+        epoch from Unattached, Voted or Candidate keeps the election time it had left (Kafka's
+        QuorumState.transitionToUnattached: remainingElectionTimeMs), so that a candidate that
+        can never win (its log is behind) cannot keep the voters that could win from timing
+        out by bumping the epoch over and over (KIP-595 "Vote": the election timeout is what
+        lets a better-placed voter stand)."""
         cfg = self.cfg
         voter = self._is_voter(s)
         keep: dict[str, SetTimer] = {}
@@ -154,6 +171,8 @@ class KRaftNode:
         elif s.role is Role.RESIGNED:
             if voter:
                 keep[ELECTION] = self._election_timer(s)
+        if s.role is Role.FOLLOWER and not voter and self.observer_rediscovery:
+            keep[FETCH_TIMEOUT] = SetTimer(FETCH_TIMEOUT, cfg.fetch_timeout_ms)
         elif s.role is Role.CANDIDATE:
             keep[ELECTION] = self._election_timer(s)
             keep[RESEND] = SetTimer(RESEND, cfg.request_timeout_ms)
@@ -166,7 +185,12 @@ class KRaftNode:
             # a Fetch is still outstanding (it may get no answer: a replica with nothing to
             # tell sends none): fetch again when quorum.request.timeout.ms expires
             keep[REQUEST] = SetTimer(REQUEST, cfg.request_timeout_ms)
-        return tuple(keep[t] if t in keep else CancelTimer(t) for t in ALL_TIMERS)
+        keeps_time_left = (prev is not None and voter and not self.bug_reset_election_timer
+                           and s.role is Role.UNATTACHED
+                           and s.epoch > prev.epoch
+                           and prev.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE))
+        return tuple(keep[t] if t in keep else CancelTimer(t) for t in ALL_TIMERS
+                     if not (keeps_time_left and t == ELECTION))
 
     def _has_quorum(self, granted) -> bool:
         """A strict majority of the voters (spec: IsElectionQuorum)."""
@@ -178,7 +202,7 @@ class KRaftNode:
         ClearCandidateAndLeaderState)."""
         fields = dict(votes_granted=frozenset(), votes_rejected=frozenset(),
                       epoch_start_offset=0, follower_end_offset=_EMPTY_FN,
-                      observer_end_offset=_EMPTY_FN, fetched_since_check=frozenset())
+                      last_fetch_offset=_EMPTY_FN, fetched_since_check=frozenset())
         fields.update(kw)
         return replace(s, **fields)
 
@@ -192,15 +216,17 @@ class KRaftNode:
         new = self._clear(s, role=passive_role(voted, leader), epoch=epoch, leader_id=leader,
                           voted_id=voted)
         if epoch > s.epoch or leader is not None:
-            new = replace(new, fetch_attempt=0, election_retries=0 if leader else s.election_retries)
+            new = replace(new, fetch_attempt=0, election_retries=0 if leader else s.election_retries,
+                          rediscovering=False)
         return new
 
     def _stepped(self, new: NodeState, action: str, sends=(), extra_persist=(),
-                 timers=None) -> Transition:
-        """A transition into a new role/epoch: quorum-state written first, role timers set."""
+                 timers=None, prev: NodeState | None = None) -> Transition:
+        """A transition into a new role/epoch: quorum-state written first, role timers set
+        (`prev`: the state left, see _role_timers)."""
         return Transition(new, action, {"node": new.node_id}, sends=tuple(sends),
                           persist=(self._qs(new),) + tuple(extra_persist),
-                          timers=self._role_timers(new) if timers is None else timers)
+                          timers=self._role_timers(new, prev) if timers is None else timers)
 
     def _same(self, s: NodeState, action: str, sends=()) -> Transition:
         return Transition(s, action, {"node": s.node_id}, sends=tuple(sends))
@@ -298,7 +324,7 @@ class KRaftNode:
             new = replace(s, role=role, voted_id=new_vote)
         if new.voted_id == s.voted_id and new.epoch == s.epoch and new.role is s.role:
             return self._same(s, "HandleVoteRequest", [reply])
-        timers = self._role_timers(new) if (bump or role is not s.role) else ()
+        timers = self._role_timers(new, s) if (bump or role is not s.role) else ()
         return self._stepped(new, "HandleVoteRequest", [reply], timers=timers)
 
     def _on_vote_response(self, s: NodeState, src: str, m: VoteResponse) -> Transition:
@@ -309,7 +335,7 @@ class KRaftNode:
         down and backoff": it keeps its persisted self-vote (Voted) and waits for its timer."""
         if m.error is not Errors.INVALID_CLUSTER_ID and m.leader_epoch > s.epoch:
             return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
-                                 "HandleVoteResponse")
+                                 "HandleVoteResponse", prev=s)
         if s.role is not Role.CANDIDATE or m.leader_epoch != s.epoch:
             return self._same(s, "HandleVoteResponse")
         if m.vote_granted:
@@ -390,7 +416,7 @@ class KRaftNode:
         in the response."""
         if m.leader_epoch > s.epoch:
             return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
-                                 "HandleBeginQuorumEpochResponse")
+                                 "HandleBeginQuorumEpochResponse", prev=s)
         if (s.role is Role.LEADER and m.leader_epoch == s.epoch and m.error is Errors.NONE
                 and src in self.voters):
             feo = s.follower_end_offset
@@ -450,7 +476,7 @@ class KRaftNode:
         a sender that is still running follow the indicated leader."""
         if m.leader_epoch > s.epoch:
             return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
-                                 "HandleEndQuorumEpochResponse")
+                                 "HandleEndQuorumEpochResponse", prev=s)
         return self._same(s, "HandleEndQuorumEpochResponse")
 
     # ------------------------------------------------------------------ Fetch
@@ -462,7 +488,12 @@ class KRaftNode:
         asks the voters in turn.  One Fetch is outstanding at a time."""
         if s.fetch_pending:
             return None
-        if s.role is Role.FOLLOWER:
+        if s.role is Role.FOLLOWER and s.rediscovering:
+            # Kafka's observer after quorum.fetch.timeout.ms: any voter, until one names the
+            # new leader (KIP-595 "BeginQuorumEpoch": "observers will discover the new leader
+            # through the Fetch API")
+            dst = self.voters[s.fetch_attempt % len(self.voters)]
+        elif s.role is Role.FOLLOWER:
             dst = s.leader_id
         elif s.role in (Role.UNATTACHED, Role.VOTED) and s.leader_id is None:
             others = [v for v in self.voters if v != s.node_id]
@@ -528,8 +559,12 @@ class KRaftNode:
             if valid:
                 new = replace(new, high_watermark=self._leader_hwm(new))
                 new, persist = self._cache_cluster_id(new)
-        elif valid:
-            new = replace(s, observer_end_offset=s.observer_end_offset.set(src, m.fetch_offset))
+        if valid and new.last_fetch_offset.get(src) != m.fetch_offset:
+            # DescribeQuorum's LogEndOffset: the last valid FetchOffset, even when lower than
+            # before (Kafka's LeaderState.updateReplicaState logs a "non-monotonic update" and
+            # takes it); the HWM above uses the spec's never-decreasing followerEndOffset and
+            # itself never decreases
+            new = replace(new, last_fetch_offset=new.last_fetch_offset.set(src, m.fetch_offset))
         records = s.log[m.fetch_offset:m.fetch_offset + self.cfg.fetch_max_records] if valid else ()
         r = resp(new, Errors.NONE, s.node_id, s.epoch, new.high_watermark, records, div)
         return Transition(new, "HandleFetchRequest", {"node": s.node_id}, sends=(r,),
@@ -553,7 +588,7 @@ class KRaftNode:
         pace = (CancelTimer(REQUEST),)
         if m.error is not Errors.INVALID_CLUSTER_ID and m.leader_epoch > s.epoch:
             new = replace(self.step_down(s, m.leader_epoch, m.leader_id), fetch_pending=False)
-            return self._stepped(new, "HandleFetchResponse")
+            return self._stepped(new, "HandleFetchResponse", prev=s)
         if (m.error is not Errors.INVALID_CLUSTER_ID
                 and m.leader_epoch == s.epoch and s.leader_id is None
                 and m.leader_id not in (None, s.node_id)
@@ -572,10 +607,26 @@ class KRaftNode:
             return Transition(replace(s, fetch_pending=False, fetch_attempt=attempt),
                               "HandleFetchResponse", {"node": s.node_id},
                               timers=pace + (SetTimer(FETCH, backoff),))
-        alive = (SetTimer(ELECTION, self.cfg.fetch_timeout_ms),) if self._is_voter(s) else ()
+        if self._is_voter(s):
+            alive = (SetTimer(ELECTION, self.cfg.fetch_timeout_ms),)
+        elif self.observer_rediscovery:
+            alive = (SetTimer(FETCH_TIMEOUT, self.cfg.fetch_timeout_ms),)
+        else:
+            alive = ()
+        if s.rediscovering:
+            s = replace(s, rediscovering=False)
         if m.diverging_epoch is not None:
             de, deo = m.diverging_epoch
-            log = s.log[:rules.truncation_offset(s.log, de, deo)]
+            keep = rules.truncation_offset(s.log, de, deo)
+            if rules.truncates_committed(keep, s.high_watermark):
+                # Kafka's KafkaRaftClient throws ("The leader requested truncation to offset
+                # .. which is below the current high watermark"): a committed record would be
+                # lost, so the replica stops instead of leaving HWM > log end offset
+                new = replace(s, role=Role.SHUTDOWN, fetch_pending=False,
+                              fatal_error=f"{TRUNCATION_BELOW_HWM}: DivergingEpoch ({de}, {deo}) "
+                                          f"truncates to offset {keep} < HWM {s.high_watermark}")
+                return Transition(new, "HandleFetchResponse", {"node": s.node_id}, halt=True)
+            log = s.log[:keep]
             new = replace(s, log=log, fetch_pending=False)
             return Transition(new, "HandleFetchResponse", {"node": s.node_id},
                               persist=(Persist(LOG, log),) if len(log) < len(s.log) else (),
@@ -594,14 +645,17 @@ class KRaftNode:
 
     def describe_quorum(self, s: NodeState) -> DescribeQuorumResponse:
         """KIP-595 "DescribeQuorum Request Handling": only the leader answers with the
-        replication state; others return NOT_LEADER_FOR_PARTITION with the leader they know."""
+        replication state; others return NOT_LEADER_FOR_PARTITION with the leader they know.
+        Each replica's LogEndOffset is the FetchOffset of its last valid Fetch, as Kafka
+        reports it (it may go down after a truncation; -1 before the first Fetch); the HWM
+        reported never decreases."""
         if s.role is not Role.LEADER:
             return DescribeQuorumResponse(Errors.NOT_LEADER_FOR_PARTITION, s.leader_id, s.epoch,
                                           s.high_watermark, (), ())
-        feo, oeo = s.follower_end_offset, s.observer_end_offset
-        voters = tuple(ReplicaState(v, len(s.log) if v == s.node_id else feo.get(v, -1))
+        lfo = s.last_fetch_offset
+        voters = tuple(ReplicaState(v, len(s.log) if v == s.node_id else lfo.get(v, -1))
                        for v in self.voters)
-        observers = tuple(ReplicaState(o, oeo[o]) for o in sorted(oeo))
+        observers = tuple(ReplicaState(o, lfo[o]) for o in sorted(lfo) if o not in self.voters)
         return DescribeQuorumResponse(Errors.NONE, s.node_id, s.epoch, s.high_watermark,
                                       voters, observers)
 
@@ -644,7 +698,23 @@ class KRaftNode:
             return self.start_election(s, "LeaderProgressTimeout")
         if timer == BECOME_LEADER:
             return self.become_leader(s)
+        if timer == FETCH_TIMEOUT:
+            return self._observer_fetch_timeout(s)
         raise ValueError(f"unknown timer {timer!r}")
+
+    def _observer_fetch_timeout(self, s: NodeState) -> Transition | None:
+        """An observer's leader has not answered a Fetch for quorum.fetch.timeout.ms: it goes
+        back to discovery and asks the voters in turn, starting after the silent leader,
+        until one names the new leader (Kafka's KafkaRaftClient.pollFollowerAsObserver; KIP-595
+        "BeginQuorumEpoch": observers discover the leader through the Fetch API).  A voter
+        follower starts an election instead (the `election` timer, KIP-595 "Vote" 1)."""
+        if (s.role is not Role.FOLLOWER or self._is_voter(s) or s.rediscovering
+                or not self.observer_rediscovery):
+            return None
+        start = self.voters.index(s.leader_id) + 1 if s.leader_id in self.voters else 0
+        new = replace(s, rediscovering=True, fetch_pending=False, fetch_attempt=start)
+        return Transition(new, "ObserverFetchTimeout", {"node": s.node_id},
+                          timers=(CancelTimer(REQUEST), SetTimer(FETCH, 0)))
 
     def _resend(self, s: NodeState) -> Transition | None:
         """Vote requests to voters that have not answered (KIP-595 "Vote"); BeginQuorumEpoch

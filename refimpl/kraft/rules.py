@@ -24,6 +24,7 @@ __all__ = [
     "follower_high_watermark",
     "successor_backoff_ms",
     "election_backoff_max",
+    "truncates_committed",
     "majority",
 ]
 
@@ -93,6 +94,13 @@ def follower_high_watermark(current_hwm: int, leader_hwm: int, log_end: int,
     """A follower's high watermark: min(its log end offset, the leader's), never decreasing."""
     new = min(leader_hwm, log_end) if capped else leader_hwm
     return max(current_hwm, new)
+
+
+def truncates_committed(truncation_offset: int, high_watermark: int) -> bool:
+    """KIP-595 "FetchResponse Handling" step 2 with Kafka's check: a DivergingEpoch whose
+    truncation would cut below the follower's high watermark would lose a committed record;
+    Kafka treats it as fatal (KafkaRaftClient throws), never as a silent truncation."""
+    return truncation_offset < high_watermark
 
 
 def successor_backoff_ms(position: int, retry_backoff_ms: int, retry_backoff_max_ms: int) -> int:

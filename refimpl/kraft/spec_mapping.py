@@ -33,7 +33,7 @@ from refimpl.trace.logjson import LogJson
 
 __all__ = [
     "SPEC_MODULE", "NIL", "LEADER_CHANGE", "VARIABLES", "PER_NODE_VARIABLES", "ROLE_NAMES",
-    "ACTION_NAMES", "NETWORK_ACTIONS", "node_values", "message_fields", "message_value",
+    "ACTION_NAMES", "NETWORK_ACTIONS", "RESTART_ACTIONS", "node_values", "message_fields", "message_value",
     "project", "StateEncoder", "History", "NO_DIVERGENCE",
 ]
 
@@ -63,6 +63,9 @@ ACTION_NAMES: dict[str, str] = {
     "Resign": "Resign",
     "ClientRequest": "ClientRequest",
     "Restart": "Restart",
+    # a restart with an empty log and quorum-state (KIP-595 "Cluster Bootstrapping": "a broker
+    # with empty state is started with the ID of an existing voter"); spec action LoseDisk(i)
+    "LoseDisk": "LoseDisk",
     "SendVoteRequest": "SendVoteRequest",
     "SendBeginQuorumEpoch": "SendBeginQuorumEpoch",
     "SendFetchRequest": "SendFetchRequest",
@@ -76,9 +79,13 @@ ACTION_NAMES: dict[str, str] = {
     "HandleFetchRequest": "ReceiveFetchRequest",
     "HandleFetchResponse": "ReceiveFetchResponse",
     "FetchRequestTimeout": "FetchRequestTimeout",  # always a stutter (volatile pacing only)
+    "ObserverFetchTimeout": "ObserverFetchTimeout",  # always a stutter (volatile pacing only)
     "HandleDescribeQuorumRequest": "ReceiveDescribeQuorumRequest",    # not in the spec
     "HandleDescribeQuorumResponse": "ReceiveDescribeQuorumResponse",  # not in the spec
 }
+
+# the steps that restart a replica (restartCount + 1; volatile state lost)
+RESTART_ACTIONS = frozenset({"Restart", "LoseDisk"})
 
 # simulator-level steps -> spec action names
 NETWORK_ACTIONS: dict[str, str] = {
@@ -180,15 +187,21 @@ class History:
             return
         s: NodeState = world.states[node]
         changed = False
-        if action == "Restart":
+        if action in RESTART_ACTIONS:
             self.restart_count += 1
             changed = True
         epoch, cands = self.current_votes.get(node, (0, frozenset()))
+        if action == "LoseDisk":
+            # the replica's epoch went back to 0 with its quorum-state file; the ghost votes
+            # stay (history survives crashes) and are cleared by the next larger epoch, as
+            # the spec's StepDown / StartElection compare with currentEpoch
+            epoch = s.epoch
+            self.current_votes[node] = (epoch, cands)
         if s.epoch > epoch:  # a new epoch clears the vote (StepDown, StartElection, Vote)
             epoch, cands = s.epoch, frozenset()
             self.current_votes[node] = (epoch, cands)
             changed = True
-        if s.voted_id is not None and s.role is not Role.SHUTDOWN and action != "Restart":
+        if s.voted_id is not None and s.role is not Role.SHUTDOWN and action not in RESTART_ACTIONS:
             key = (node, s.epoch, s.voted_id)
             if key not in self.ghost_votes:
                 self.ghost_votes.add(key)

@@ -64,11 +64,20 @@ class NodeState:
     # voter -> largest end offset known to be shared with the leader's log; absent = -1 (the
     # voter has not endorsed the leader yet, so BeginQuorumEpoch is still sent to it)
     follower_end_offset: Fn = Fn()
-    observer_end_offset: Fn = Fn()          # observers' fetch offsets (for DescribeQuorum)
     fetched_since_check: frozenset = frozenset()  # voters that fetched since the last progress check
     # follower / observer
     fetch_attempt: int = 0                  # rotates the voter asked when the leader is unknown
     fetch_pending: bool = False
+    # observer: quorum.fetch.timeout.ms passed without a successful Fetch from its leader, so
+    # it asks the voters in turn until one names the new leader (Kafka's observer poll)
+    rediscovering: bool = False
+    # leader: replica -> FetchOffset of its last valid Fetch (DescribeQuorum's LogEndOffset,
+    # as Kafka's LeaderState.ReplicaState.endOffset: it may go down after a truncation or a
+    # late request; follower_end_offset above is the spec's never-decreasing one)
+    last_fetch_offset: Fn = Fn()
+    # a fatal error stopped the replica (Kafka throws from the raft IO thread), e.g. a
+    # DivergingEpoch that would truncate below the high watermark
+    fatal_error: str | None = None
 
     def quorum_state(self, voters: tuple[str, ...], persist_vote: bool = True) -> QuorumStateFile:
         return QuorumStateFile(self.leader_id, self.epoch,

@@ -28,14 +28,20 @@ class Network:
     _next_id: int = 0
     count: int = 0  # total copies in flight
     _index: dict = field(default_factory=dict)  # envelope -> copies in flight (equal contents)
+    quiet: bool = False  # faults stopped (Simulator faults_until_ms): no loss, dup, long delays
 
     def holds(self, env: Envelope) -> bool:
         """Is a message equal to `env` (same src, dst and contents) in flight?"""
         return env in self._index
 
     def latency(self) -> int:
-        lo, hi = self.profile.latency_ms
-        return self.rng.randint(lo, hi)
+        p = self.profile
+        lo, hi = p.latency_ms
+        d = self.rng.randint(lo, hi)
+        if p.long_delay > 0 and not self.quiet and self.rng.random() < p.long_delay:
+            a, b = p.long_delay_ms
+            d += self.rng.randint(a, b)
+        return d
 
     def add(self, env: Envelope) -> int:
         mid = self._next_id
@@ -72,11 +78,12 @@ class Network:
         return env
 
     def should_duplicate(self) -> bool:
-        return self.allow_duplication and self.profile.duplication > 0 and \
+        return self.allow_duplication and self.profile.duplication > 0 and not self.quiet and \
             self.rng.random() < self.profile.duplication
 
     def lost(self) -> bool:
-        return self.allow_loss and self.profile.loss > 0 and self.rng.random() < self.profile.loss
+        return (self.allow_loss and self.profile.loss > 0 and not self.quiet
+                and self.rng.random() < self.profile.loss)
 
     def is_blocked(self, src: str, dst: str) -> bool:
         return (src, dst) in self.blocked
@@ -94,6 +101,18 @@ class Network:
                 if not one_way:
                     self.blocked.add((b, a))
         return side, rest, one_way
+
+    def partition_between(self, side, nodes, one_way: bool = False) -> tuple[tuple[str, ...], ...]:
+        """A chosen partition: `side` against the other `nodes` (both ways, or only side ->
+        rest when `one_way`); the scenario API's partition."""
+        side = tuple(sorted(side))
+        rest = tuple(n for n in nodes if n not in side)
+        for a in side:
+            for b in rest:
+                self.blocked.add((a, b))
+                if not one_way:
+                    self.blocked.add((b, a))
+        return side, rest
 
     def heal(self) -> None:
         self.blocked.clear()

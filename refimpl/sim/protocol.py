@@ -37,6 +37,16 @@ Contract (read this before implementing an adapter)
   does the same for a plain crash (the default keeps the disk).  With
   `atomic_graceful_shutdown` a graceful shutdown and the node's stop are one step (the spec
   has one action for both); otherwise the shutdown's own step is followed by a Crash step.
+* Disk loss: if `supports_disk_loss`, a crash may lose the node's disk: `lose_disk(node, disk)`
+  returns what is left (e.g. only the formatted meta.properties) and the node later comes back
+  through `restart_after_disk_loss` (its own spec action, KRaft's LoseDisk).  A fault profile
+  only wipes a node when `disk_loss_allowed(node)` and lets it rejoin when
+  `rejoin_allowed(node)` (the discipline under which the protocol can stay safe); the scenario
+  API wipes and restarts exactly when told.
+* Liveness: `has_leader(world)` (the quorum works: a leader a majority follows) and
+  `recovered(world)` (a leader is elected and every replica's HWM reached the leader's) let the
+  simulator measure leaderless time and check, once the faults stop, that the system recovers
+  within a bound.  None: not supported (no liveness check).
 * Composite steps: a spec may take as one step what several nodes do (KIP-966's abstraction
   A1: the controller's metadata reaches every broker at once).  `bind(world)` gives the
   adapter the simulator's World (the same object throughout the run, updated in place) so
@@ -190,6 +200,7 @@ class ProtocolAdapter(ABC):
     spec_module: str = ""   # the TLA+ module the traces refer to, e.g. "KRaft"
     supports_unclean_shutdown: bool = False
     atomic_graceful_shutdown: bool = False  # graceful shutdown + stop = one step
+    supports_disk_loss: bool = False
     # The planted bug in effect when the adapter chose one itself (a Bug* switch of the bounds
     # config), so that the runner records it; None: only the bug it was given, if any.
     planted_bug: str | None = None
@@ -224,6 +235,10 @@ class ProtocolAdapter(ABC):
 
     def bind(self, world: World) -> None:
         """Called once, before the first step, with the World the run updates in place."""
+
+    def use_profile(self, profile: Any) -> None:
+        """Called once by the simulator with the run's fault profile (refimpl.sim.faults), for
+        schedule choices the adapter makes itself (KIP-966: asynchronous GetReplicaLogInfo)."""
 
     def after_step(self, world: World, node: str | None, action: str) -> None:
         """Called after every step, before the state is projected: update history (ghost)
@@ -260,6 +275,34 @@ class ProtocolAdapter(ABC):
     def plain_crash(self, node: str, disk: dict[str, Any]) -> dict[str, Any]:
         """The disk after a plain crash (process killed, page cache kept)."""
         return disk
+
+    def lose_disk(self, node: str, disk: dict[str, Any]) -> dict[str, Any]:
+        """The disk after it was lost and the node re-formatted (`supports_disk_loss`)."""
+        return {}
+
+    def disk_loss_allowed(self, node: str) -> bool:
+        """May a fault profile wipe `node` now (the world is the one given to `bind`)?"""
+        return self.supports_disk_loss
+
+    def rejoin_allowed(self, node: str) -> bool:
+        """May `node`, wiped by a fault profile, start again now?"""
+        return True
+
+    def restart_after_disk_loss(self, node: str, disk: Mapping[str, Any],
+                                now_ms: int) -> Transition | None:
+        """The restart of a node whose disk was lost (its own spec action when the spec has
+        one); the default is a plain restart."""
+        return self.restart(node, disk, now_ms)
+
+    # ---- liveness -----------------------------------------------------------------
+    def has_leader(self, world: World) -> bool | None:
+        """Is the quorum led now (None: the adapter does not say)?"""
+        return None
+
+    def recovered(self, world: World) -> bool | None:
+        """Is the system recovered now: a leader elected and every running replica caught up
+        with it (None: the adapter does not say)?"""
+        return None
 
     # ---- observation --------------------------------------------------------------
     @abstractmethod

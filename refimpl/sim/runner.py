@@ -20,7 +20,7 @@ from refimpl.bugs import get_bug
 from refimpl.sim.bounds import Bounds, parse_cfg
 from refimpl.sim.faults import get_profile
 from refimpl.sim.protocol import ProtocolAdapter
-from refimpl.sim.simulator import SimResult, Simulator
+from refimpl.sim.simulator import DEFAULT_LIVENESS_BOUND_MS, SimResult, Simulator
 
 __all__ = ["PROTOCOLS", "UsageError", "load_adapter_class", "parse_seeds", "RunSpec",
            "run_seeds", "MANIFEST_SCHEMA"]
@@ -93,10 +93,18 @@ class RunSpec:
     steps: int
     bounds_path: str | None = None
     bug: str | None = None
+    # liveness (refimpl/sim/simulator.py): the random faults stop at this virtual time and the
+    # system must recover within liveness_bound_ms; None: no liveness check
+    faults_until_ms: int | None = None
+    liveness_bound_ms: int = DEFAULT_LIVENESS_BOUND_MS
 
     def validate(self) -> tuple[type[ProtocolAdapter], Bounds | None]:
         if self.steps <= 0:
             raise UsageError("--steps must be positive")
+        if self.faults_until_ms is not None and self.faults_until_ms < 0:
+            raise UsageError("--faults-until must be >= 0 ms")
+        if self.liveness_bound_ms <= 0:
+            raise UsageError("--liveness-bound must be positive")
         try:
             get_profile(self.faults)
         except KeyError as e:
@@ -120,6 +128,13 @@ class RunSpec:
             cls.from_options(bounds, self.bug)
         except ValueError as e:
             raise UsageError(str(e)) from None
+        if self.faults_until_ms is not None:
+            if cls.recovered is ProtocolAdapter.recovered:
+                raise UsageError(f"--faults-until: protocol {self.protocol!r} has no liveness "
+                                 "check (its adapter does not judge recovery)")
+            if bounds is not None:
+                raise UsageError("--faults-until checks liveness, which a TLC config's bounds "
+                                 "(MaxEpoch, MaxRestarts, ...) can forbid: run it unbounded")
         return cls, bounds
 
 
@@ -216,12 +231,16 @@ def _run_seeds(spec: RunSpec, out_dir: Path | None,
         adapter = cls.from_options(bounds, spec.bug)
         tid = trace_id(spec.protocol, spec.faults, seed, planted, spec.bounds_path)
         r = Simulator(adapter, seed, profile, spec.steps, trace=out_dir is not None,
-                      trace_id=tid, bounds_label=bounds_label, bug=planted).run()
+                      trace_id=tid, bounds_label=bounds_label, bug=planted,
+                      faults_until_ms=spec.faults_until_ms,
+                      liveness_bound_ms=spec.liveness_bound_ms).run()
         entry = {"trace_id": tid, "seed": seed, "actions": r.steps,
                  "steps": r.trace_steps if out_dir is not None else r.steps,
                  "events": r.events, "end_reason": r.end_reason,
                  "time_ms": r.time_ms, "invariants": r.invariants,
                  "violations": r.violations}
+        if spec.faults_until_ms is not None and r.liveness is not None:
+            entry["liveness"] = r.liveness
         if out_dir is not None:
             data = r.text().encode("utf-8")
             fname = f"{tid}.jsonl"

@@ -6,9 +6,18 @@ seed, adapter options and fault profile therefore give the same steps and a byte
 trace.
 
 Each step is one event: a message delivery (or its loss -> DropMessage), a duplication, a timer
-expiry, a client request, a crash / restart, a partition / heal.  After every step the adapter's
-online invariants are checked; the run stops at the first violation (end_reason "violation"),
-after `max_steps` steps, or when nothing is left to happen.
+expiry, a client request, a crash / restart (or a disk loss), a partition / heal.  After every
+step the adapter's online invariants are checked; the run stops at the first violation
+(end_reason "violation"), after `max_steps` steps, or when nothing is left to happen.
+
+Liveness (`faults_until_ms=T`): at T the random faults stop (partitions heal, no more loss,
+duplication, long delays, crashes; nodes already down still come back), and the run must reach
+a recovered state (the adapter's `recovered`: a leader elected and every replica's HWM equal to
+the leader's) by T + `liveness_bound_ms`, else the property LIVENESS is violated.  With
+`stop_when_recovered` the run ends there (end_reason "recovered").  The simulator also
+measures the leaderless time (the adapter's `has_leader`) of the run: `SimResult.liveness`.
+
+A `Scenario` (refimpl/sim/scenario.py) adds faults at chosen times.
 """
 
 from __future__ import annotations
@@ -24,12 +33,23 @@ from refimpl.sim.network import Network
 from refimpl.sim.protocol import (
     CancelTimer, Envelope, ProtocolAdapter, SetTimer, Transition, World, dumps,
 )
+from refimpl.sim.scenario import Scenario, ScenarioError
 from refimpl.trace.format import footer_obj, header_obj, step_line
 
-__all__ = ["Simulator", "SimResult", "run_one"]
+__all__ = ["Simulator", "SimResult", "run_one", "LIVENESS", "DEFAULT_LIVENESS_BOUND_MS"]
 
 # event kinds (the order breaks no ties: (time, seq) does)
-_DELIVER, _DUPLICATE, _TIMER, _CLIENT, _CRASH, _RESTART, _PARTITION, _HEAL = range(8)
+(_DELIVER, _DUPLICATE, _TIMER, _CLIENT, _CRASH, _RESTART, _PARTITION, _HEAL, _SCENARIO,
+ _FAULTS_STOP, _LIVENESS_DEADLINE) = range(11)
+
+# The liveness property checked online when the faults stop (faults_until_ms): KIP-595's
+# quorum elects a leader again and every replica catches up (Kafka's RaftEventSimulationTest
+# waits for hasConsistentLeader and allReachedHighWatermark).
+LIVENESS = "LeaderElectedAndReplicasCaughtUp"
+# A crash just before T keeps a node down up to 3 s (profiles' downtime), its fetch timeout is
+# 2 s, an election with backoff takes up to 2 s a round: 15 s leaves room for a few rounds.
+DEFAULT_LIVENESS_BOUND_MS = 15_000
+_REJOIN_RETRY_MS = 100  # a wiped node waiting for the quorum to move on checks again this often
 
 _RETRY_MS = 25  # an event refused by the in-flight bound is tried again this much later
 _RESTART_RETRY_MS = 500  # a node whose restart the adapter refused tries again this much later
@@ -48,6 +68,11 @@ class SimResult:
     time_ms: int = 0
     events: int = 0
     trace_steps: int = 0  # steps written (stutters are not); `steps` counts every action
+    # leaderless time and recovery (only when the adapter says what a leader is):
+    # {"leaderless_ms", "longest_leaderless_ms", "leaderless_intervals", "first_leader_ms",
+    #  "faults_until_ms", "recovered_ms" (time after faults_until_ms, or None), "verdict"
+    #  ("recovered" | "not_recovered" | "undecided")}
+    liveness: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -67,7 +92,10 @@ class Simulator:
     def __init__(self, adapter: ProtocolAdapter, seed: int, profile: FaultProfile,
                  max_steps: int, *, trace: bool = True, trace_id: str | None = None,
                  bounds_label: Any = None, bug: str | None = None,
-                 stop_on_violation: bool = True):
+                 stop_on_violation: bool = True, scenario: Scenario | None = None,
+                 faults_until_ms: int | None = None,
+                 liveness_bound_ms: int = DEFAULT_LIVENESS_BOUND_MS,
+                 stop_when_recovered: bool = False):
         self.a = adapter
         self.seed = seed
         self.profile = profile
@@ -78,6 +106,7 @@ class Simulator:
         self.trace_id = trace_id or f"{adapter.name}-{profile.name}-{seed}"
         self.bounds_label = bounds_label
         self.rng = random.Random(seed)
+        adapter.use_profile(profile)
         lim = adapter.sim_limits()
         self.limits = lim
         self.net = Network(profile, self.rng, allow_loss=lim.allow_loss,
@@ -98,6 +127,25 @@ class Simulator:
         self.events = 0  # simulator events processed (steps + events that changed nothing)
         self.trace_steps = 0  # steps written to the trace (actions minus stutters)
         self._last_state = ""
+        self.scenario = scenario
+        if scenario is not None:
+            scenario.check(self.nodes)
+            if not adapter.supports_disk_loss and any(e.kind == "wipe" for e in scenario.events):
+                raise ScenarioError(f"wipe: protocol {adapter.name!r} does not model disk loss")
+        if faults_until_ms is not None and faults_until_ms < 0:
+            raise ValueError("faults_until_ms must be >= 0")
+        self.faults_until_ms = faults_until_ms
+        self.liveness_bound_ms = liveness_bound_ms
+        self.stop_when_recovered = stop_when_recovered
+        self._faults_on = True
+        self._lost_disk: dict[str, bool] = {}  # wiped nodes not yet restarted -> rejoin guarded
+        self._track = False                   # leaderless time measured (adapter supports it)
+        self._leaderless_since: int | None = 0
+        self._leaderless_ms = 0
+        self._longest_leaderless = 0
+        self._leaderless_intervals = 0
+        self._first_leader_ms: int | None = None
+        self.recovered_at: int | None = None
 
     # ------------------------------------------------------------------ scheduling
 
@@ -246,6 +294,15 @@ class Simulator:
             self._push(self._exp(p.crash_every_ms), _CRASH)
         if p.partition_every_ms and len(self.nodes) > 1:
             self._push(self._exp(p.partition_every_ms), _PARTITION)
+        if self.scenario is not None:
+            for ev in self.scenario.events:
+                self._push(ev.at_ms, _SCENARIO, ev)
+        self._track = a.has_leader(self.world) is not None
+        if self.faults_until_ms is not None:
+            if a.recovered(self.world) is None:
+                raise ValueError(f"{a.name}: the adapter cannot judge recovery (liveness)")
+            self._push(self.faults_until_ms, _FAULTS_STOP)
+            self._push(self.faults_until_ms + self.liveness_bound_ms, _LIVENESS_DEADLINE)
         end = "violation" if init_v and self.stop_on_violation else None
         idle = 0
         while end is None:
@@ -261,8 +318,12 @@ class Simulator:
             self.world.now_ms = at
             before = self.step_no
             stop = self._handlers[kind](self, x, y)
+            if self._track:
+                self._observe_leader()
             if stop:
                 end = "violation"
+            elif self.recovered_at is not None and self.stop_when_recovered:
+                end = "recovered"
             elif self.step_no == before:
                 idle += 1
                 if idle > _MAX_IDLE_EVENTS:
@@ -270,6 +331,8 @@ class Simulator:
             else:
                 idle = 0
         names = self.monitor.names
+        if self.faults_until_ms is not None:
+            names = tuple(names) + (LIVENESS,)
         bad = {v["invariant"] for v in self.violations}
         inv = {n: ("violated" if n in bad else "ok") for n in names}
         for n in bad:
@@ -281,7 +344,88 @@ class Simulator:
                                                actions=self.step_no)))
         return SimResult(self.trace_id, self.seed, self.step_no, end, inv, self.violations,
                          self.lines if self.tracing else None, self.now, self.events,
-                         self.trace_steps)
+                         self.trace_steps, self._liveness_summary())
+
+    # ------------------------------------------------------------------ liveness
+
+    def _observe_leader(self) -> None:
+        """Leaderless intervals and, once the faults stopped, recovery (after every event)."""
+        led = self.a.has_leader(self.world)
+        now = self.now
+        if led:
+            if self._first_leader_ms is None:
+                self._first_leader_ms = now
+            if self._leaderless_since is not None:
+                d = now - self._leaderless_since
+                self._leaderless_ms += d
+                self._longest_leaderless = max(self._longest_leaderless, d)
+                self._leaderless_intervals += 1
+                self._leaderless_since = None
+        elif self._leaderless_since is None:
+            self._leaderless_since = now
+        if (self.faults_until_ms is not None and self.recovered_at is None
+                and now >= self.faults_until_ms and self.a.recovered(self.world)):
+            self.recovered_at = now
+
+    def _liveness_summary(self) -> dict | None:
+        if not self._track:
+            return None
+        total, longest = self._leaderless_ms, self._longest_leaderless
+        open_ms = 0 if self._leaderless_since is None else self.now - self._leaderless_since
+        T = self.faults_until_ms
+        if T is None:
+            verdict = None
+        elif self.recovered_at is not None:
+            verdict = "recovered"
+        elif self.now >= T + self.liveness_bound_ms:
+            verdict = "not_recovered"
+        else:
+            verdict = "undecided"   # the step budget ended before the deadline
+        return {"leaderless_ms": total + open_ms,
+                "longest_leaderless_ms": max(longest, open_ms),
+                "leaderless_intervals": self._leaderless_intervals + (1 if open_ms else 0),
+                "first_leader_ms": self._first_leader_ms,
+                "faults_until_ms": T,
+                "recovered_ms": None if self.recovered_at is None else self.recovered_at - T,
+                "liveness_bound_ms": None if T is None else self.liveness_bound_ms,
+                "verdict": verdict}
+
+    def _on_faults_stop(self, _x, _y) -> bool:
+        """The faults stop: partitions heal, the network stops losing, duplicating and holding
+        back messages, no new crash or partition starts; nodes already down come back."""
+        self._faults_on = False
+        self.net.quiet = True
+        if self.net.blocked:
+            return self._on_heal(None, None)
+        return False
+
+    def _on_liveness_deadline(self, _x, _y) -> bool:
+        if self.recovered_at is not None:
+            return False
+        state = self.a.recovered(self.world)
+        if state:
+            self.recovered_at = self.now
+            return False
+        T = self.faults_until_ms
+        self.violations.append({
+            "invariant": LIVENESS, "step": self.trace_steps if self.tracing else self.step_no,
+            "action": "LivenessDeadline",
+            "detail": f"faults stopped at {T} ms, but {self.liveness_bound_ms} ms later "
+                      f"{'no leader is elected' if not self.a.has_leader(self.world) else 'a replica has not caught up with the leader'}"
+                      f" ({self._describe_nodes()})"})
+        return self.stop_on_violation
+
+    def _describe_nodes(self) -> str:
+        out = []
+        for n in self.nodes:
+            st = self.states[n]
+            role = getattr(st, "role", None)
+            role = getattr(role, "value", role)
+            out.append(f"{n}:{'up' if self.up[n] else 'down'}"
+                       + (f",{role}" if role is not None else "")
+                       + (f",e{st.epoch}" if hasattr(st, "epoch") else "")
+                       + (f",hwm{st.high_watermark}" if hasattr(st, "high_watermark") else ""))
+        return " ".join(out)
 
     # ------------------------------------------------------------------ event handlers
     # Each returns True when the run must stop (an invariant was violated).
@@ -343,6 +487,8 @@ class Simulator:
 
     def _on_crash(self, _x, _y) -> bool:
         p = self.profile
+        if not self._faults_on:
+            return False
         self._push(self.now + self._exp(p.crash_every_ms), _CRASH)
         lim = self.limits.max_restarts
         if lim is not None and self.stats.restarts >= lim:
@@ -357,11 +503,16 @@ class Simulator:
             kind = "graceful"
         elif r < p.graceful + p.unclean and self.a.supports_unclean_shutdown:
             kind = "unclean"
+        elif (p.disk_loss > 0 and self.a.supports_disk_loss
+              and p.graceful + p.unclean <= r < p.graceful + p.unclean + p.disk_loss):
+            kind = "disk-loss"
         else:
             kind = "crash"
         kind = self.a.crash_kind(node, kind)
         if kind is None:
             return False
+        if kind == "disk-loss" and (self._lost_disk or not self.a.disk_loss_allowed(node)):
+            kind = "crash"   # one wiped node at a time, and only when the quorum can take it
         self.stats.restarts += 1
         if kind == "graceful":
             t = self.a.graceful_shutdown(node, self.states[node], self.now)
@@ -374,6 +525,9 @@ class Simulator:
                     return True
         elif kind == "unclean":
             self.disks[node] = self.a.unclean_shutdown(node, dict(self.disks[node]), self.rng)
+        elif kind == "disk-loss":
+            self.disks[node] = self.a.lose_disk(node, dict(self.disks[node]))
+            self._lost_disk[node] = True
         else:
             self.disks[node] = self.a.plain_crash(node, self.disks[node])
         self._crash(node)
@@ -392,7 +546,15 @@ class Simulator:
     def _on_restart(self, node: str, _y) -> bool:
         if self.up[node] or node in self._permanently_down:
             return False
-        t = self.a.restart(node, self.disks[node], self.now)
+        if node in self._lost_disk:
+            if self._lost_disk[node] and not self.a.rejoin_allowed(node):
+                self._push(self.now + _REJOIN_RETRY_MS, _RESTART, node)
+                return False
+            t = self.a.restart_after_disk_loss(node, self.disks[node], self.now)
+            if t is not None:
+                del self._lost_disk[node]
+        else:
+            t = self.a.restart(node, self.disks[node], self.now)
         if t is None:   # cannot start now (bounded mode): try again later
             self._push(self.now + _RESTART_RETRY_MS, _RESTART, node)
             return False
@@ -401,6 +563,8 @@ class Simulator:
 
     def _on_partition(self, _x, _y) -> bool:
         p = self.profile
+        if not self._faults_on:
+            return False
         self._push(self.now + self._exp(p.partition_every_ms), _PARTITION)
         if self.net.blocked:
             return False
@@ -415,10 +579,40 @@ class Simulator:
         self.net.heal()
         return self._record(self.a.network_action("Heal"), {}, None)
 
+    def _on_scenario(self, ev, _y) -> bool:
+        """A fault of the user's scenario (refimpl/sim/scenario.py)."""
+        if ev.kind == "partition":
+            side, rest = self.net.partition_between(ev.nodes, self.nodes, ev.one_way)
+            return self._record(self.a.network_action("Partition"),
+                                {"side": frozenset(side), "rest": frozenset(rest),
+                                 "one_way": ev.one_way}, None)
+        if ev.kind == "heal":
+            return self._on_heal(None, None)
+        node = ev.nodes[0]
+        if ev.kind == "restart":
+            return self._on_restart(node, None)
+        if not self.up[node]:
+            return False
+        if ev.kind == "graceful":
+            t = self.a.graceful_shutdown(node, self.states[node], self.now)
+            if t is not None:
+                if self.a.atomic_graceful_shutdown:
+                    return self._take(node, t, stop_node=True)
+                if self._take(node, t):
+                    return True
+        elif ev.kind == "wipe":
+            self.disks[node] = self.a.lose_disk(node, dict(self.disks[node]))
+            self._lost_disk[node] = False   # the scenario says when it restarts
+        else:
+            self.disks[node] = self.a.plain_crash(node, self.disks[node])
+        self._crash(node)
+        return self._record(self.a.network_action("Crash"), {"node": node}, node)
+
     _handlers: dict[int, Callable] = {
         _DELIVER: _on_deliver, _DUPLICATE: _on_duplicate, _TIMER: _on_timer,
         _CLIENT: _on_client, _CRASH: _on_crash, _RESTART: _on_restart,
-        _PARTITION: _on_partition, _HEAL: _on_heal,
+        _PARTITION: _on_partition, _HEAL: _on_heal, _SCENARIO: _on_scenario,
+        _FAULTS_STOP: _on_faults_stop, _LIVENESS_DEADLINE: _on_liveness_deadline,
     }
 
 

@@ -1,0 +1,126 @@
+"""Benchmark of KIP-595 liveness in the deterministic simulator (not a test).
+
+For each fault profile, runs the refimpl over many seeds with the random faults stopping at
+`--faults-until` ms of virtual time, and the run ending as soon as the system has recovered
+(a leader a majority follows, its epoch committed, every replica caught up with it) or at the
+liveness deadline (`--bound` ms after the faults stopped).  It prints, per profile, the
+distribution over seeds of:
+
+  leaderless      virtual time without a working leader during the whole run (ms)
+  longest         the longest leaderless interval of a run (ms)
+  first leader    time of the first election (ms)
+  recovery        time from the end of the faults to recovery (ms)
+  never           runs that did not recover within the bound (must be 0 for every default
+                  profile: the exit status is 1 otherwise)
+
+(p50 / p95 / max over the seeds; "leaderless" includes the first election and the faults'
+own outages, "recovery" only what follows them.)
+
+Usage:  python benchmarks/bench_liveness.py [--seeds N] [--faults-until MS] [--bound MS]
+                                          [--profiles a,b] [--bug NAME] [--json]
+
+`--bug vote-rejection-resets-election-timer` shows the election livelock the refimpl avoids.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from refimpl.kraft.adapter import KRaftAdapter  # noqa: E402
+from refimpl.sim.faults import DEFAULT_PROFILES, get_profile  # noqa: E402
+from refimpl.sim.simulator import Simulator  # noqa: E402
+
+
+def _dist(xs: list[int]) -> dict:
+    if not xs:
+        return {"p50": None, "p95": None, "max": None, "mean": None}
+    q = statistics.quantiles(xs, n=20, method="inclusive") if len(xs) > 1 else [xs[0]] * 19
+    return {"p50": int(statistics.median(xs)), "p95": int(q[18]), "max": max(xs),
+            "mean": int(statistics.fmean(xs))}
+
+
+def bench(profiles: list[str], seeds: int, faults_until: int, bound: int,
+          bug: str | None = None, progress=None) -> list[dict]:
+    rows = []
+    for prof in profiles:
+        p = get_profile(prof)
+        leaderless, longest, first, recovery, never, violated = [], [], [], [], [], []
+        t0 = time.perf_counter()
+        for seed in range(seeds):
+            r = Simulator(KRaftAdapter(bug=bug), seed, p, 10_000_000, trace=False,
+                          faults_until_ms=faults_until, liveness_bound_ms=bound,
+                          stop_when_recovered=True).run()
+            lv = r.liveness
+            leaderless.append(lv["leaderless_ms"])
+            longest.append(lv["longest_leaderless_ms"])
+            if lv["first_leader_ms"] is not None:
+                first.append(lv["first_leader_ms"])
+            if lv["verdict"] == "recovered":
+                recovery.append(lv["recovered_ms"])
+            else:
+                never.append(seed)
+            safety = [v for v in r.violations if v["invariant"] != "LeaderElectedAndReplicasCaughtUp"]
+            if safety:
+                violated.append((seed, safety[0]["invariant"]))
+            if progress:
+                progress(prof, seed)
+        rows.append({"profile": prof, "seeds": seeds, "faults_until_ms": faults_until,
+                     "bound_ms": bound, "bug": bug,
+                     "leaderless_ms": _dist(leaderless), "longest_leaderless_ms": _dist(longest),
+                     "first_leader_ms": _dist(first), "recovery_ms": _dist(recovery),
+                     "never_recovered": len(never), "never_recovered_seeds": never[:20],
+                     "safety_violations": violated[:20],
+                     "wall_s": round(time.perf_counter() - t0, 1)})
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=200)
+    ap.add_argument("--faults-until", type=int, default=20_000)
+    ap.add_argument("--bound", type=int, default=15_000)
+    ap.add_argument("--profiles", default=",".join(DEFAULT_PROFILES))
+    ap.add_argument("--bug", default=None)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    profiles = [x for x in args.profiles.split(",") if x]
+    from rich.progress import Progress
+
+    from kraftcheck.output import err_console
+    with Progress(console=err_console, transient=True) as prog:
+        task = prog.add_task("liveness", total=len(profiles) * args.seeds)
+        rows = bench(profiles, args.seeds, args.faults_until, args.bound, args.bug,
+                     lambda p, s: prog.update(task, advance=1, description=f"liveness {p}"))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        from rich.table import Table
+
+        from kraftcheck.output import console
+        t = Table(title=f"KIP-595 liveness: {args.seeds} seeds per profile, faults until "
+                        f"{args.faults_until} ms, bound {args.bound} ms"
+                        + (f", bug {args.bug}" if args.bug else "") + " (ms: p50 / p95 / max)")
+        for col in ("profile", "leaderless", "longest", "first leader", "recovery", "never",
+                    "safety", "wall s"):
+            t.add_column(col)
+
+        def f(d):
+            return "-" if d["p50"] is None else f"{d['p50']} / {d['p95']} / {d['max']}"
+        for r in rows:
+            t.add_row(r["profile"], f(r["leaderless_ms"]), f(r["longest_leaderless_ms"]),
+                      f(r["first_leader_ms"]), f(r["recovery_ms"]), str(r["never_recovered"]),
+                      str(len(r["safety_violations"])), str(r["wall_s"]))
+        console.print(t)
+    bad = any(r["never_recovered"] or r["safety_violations"] for r in rows)
+    return 1 if bad and args.bug is None else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
