@@ -32,4 +32,16 @@ ServerSymmetry ==
     {p @@ q : p \in Permutations(Voters \ MisconfiguredServers),
               q \in Permutations(Observers \ MisconfiguredServers)}
 
-=============================================================================
+(***************************************************************************)
+(* Reachability witnesses: each is an invariant that a ci configuration    *)
+(* EXPECTS to be violated, so that a bound which silently made a behaviour *)
+(* unreachable fails the suite (a model-checking run proves reachability   *)
+(* only by finding the state).                                             *)
+(***************************************************************************)
+\* KIP-595 §"EndQuorumEpoch": a leader resigns and its EndQuorumEpoch
+\* requests are in flight (any message in flight may be delivered next, so
+\* §"EndQuorumEpoch Request Handling" is reachable too).
+NoEndQuorumEpochSent ==
+    \A m \in BagToSet(msgs) : m.type # "EndQuorumEpochRequest"
+
+=============
