@@ -22,10 +22,11 @@ EXTENDS KRaft
 (*   "Never"         no disk loss (the history-only configurations);       *)
 (*   "Any"           at any moment (KIP-595's "broker with empty state");   *)
 (*   "AfterNewLeader" only once another voter leads an epoch the replica    *)
-(*                   never saw and every voter that knows a leader of that  *)
-(*                   epoch agrees (Kafka's simulation test: "as long as a   *)
-(*                   new leader is elected before the failed node is        *)
-(*                   restarted", waiting for a consistent leader);          *)
+(*                   never saw and every other replica is in that epoch     *)
+(*                   and knows that leader (Kafka's RaftEventSimulationTest *)
+(*                   canRecoverFromSingleNodeCommittedDataLoss: "as long as *)
+(*                   a new leader is elected before the failed node is      *)
+(*                   restarted"; it waits for hasConsistentLeader);         *)
 (*   "AfterNewLeaderCommitted" as AfterNewLeader, and that leader has       *)
 (*                   committed a record of its epoch (so every committed    *)
 (*                   record is again on a majority that excludes the        *)
@@ -48,7 +49,7 @@ HistoryInit ==
 
 (***************************************************************************)
 (* A new leader l, elected in an epoch replica i never reached, that every *)
-(* voter knowing a leader of that epoch agrees on; with Committed, l's HWM *)
+(* other replica follows in that epoch; with committed, l's HWM            *)
 (* has passed its own LeaderChange record (KIP-595 §"Extra condition on   *)
 (* commitment": the whole log before it is then on a majority of the      *)
 (* voters, none of which is i, since i never reached the epoch).           *)
@@ -57,8 +58,8 @@ NewLeaderWithout(i, committed) ==
     \E l \in Voters \ {i} :
         /\ role[l] = "Leader"
         /\ currentEpoch[l] > currentEpoch[i]
-        /\ \A v \in Voters :
-              currentEpoch[v] = currentEpoch[l] /\ leaderId[v] # Nil => leaderId[v] = l
+        /\ \A v \in Server \ {i} :
+              currentEpoch[v] = currentEpoch[l] /\ leaderId[v] = l
         /\ committed =>
               /\ highWatermark[l] > 0
               /\ log[l][highWatermark[l]].epoch = currentEpoch[l]
