@@ -111,4 +111,25 @@ ProgressTypeOK ==
 EagerWindowNeverAMajority ==
     \A i \in Server : role[i] = "Leader" => ~IsVoterMajority(fetchedSinceCheck[i] \cup {i})
 
+(***************************************************************************)
+(*                              LIVENESS                                   *)
+(* The progress timer of a leader eventually expires (weak fairness on its *)
+(* expiry, either outcome), on top of KRaft.tla's Fairness.  A zombie      *)
+(* leader — one that does not hear from a majority, e.g. partitioned from  *)
+(* it — eventually stops being leader (revision §"Leader Progress          *)
+(* Timeout": otherwise it would "become a pure 'zombie leader'").  A       *)
+(* leader of MaxEpoch is exempt: the bound forbids the election it would   *)
+(* start.                                                                  *)
+(***************************************************************************)
+ProgressFairness ==
+    \A i \in Voters :
+        WF_progressVars(LeaderProgressExpired(i) \/ LeaderProgressCheckPassed(i))
+
+ProgressLiveSpec == ProgressSpec /\ Fairness /\ ProgressFairness
+
+ZombieLeaderStepsDown ==
+    \A i \in TimeoutVoters :
+        (role[i] = "Leader" /\ currentEpoch[i] < MaxEpoch)
+            ~> (role[i] # "Leader" \/ IsVoterMajority(progressWindow[i] \cup {i}))
+
 =============================================================================

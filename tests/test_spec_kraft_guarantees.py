@@ -41,7 +41,7 @@ def _safety_configs():
 @pytest.mark.parametrize("entry", _safety_configs(), ids=lambda e: e.name)
 def test_safety_configs_check_the_view_invariants_and_no_illegal_state(entry):
     missing = VIEW_INVARIANTS - _invariants(entry)
-    if entry.name == "kraft-ci-disk-loss-after-commit":
+    if entry.name == "kraft-deep-disk-loss-after-commit":
         # a replica stuck in an older epoch may name the wiped replica as that epoch's leader;
         # the historical KnownLeaderWasElected is checked instead
         assert missing == {"KnownLeaderIsLeader"}
