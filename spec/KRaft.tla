@@ -1,9 +1,10 @@
 ---------------------------------- MODULE KRaft ----------------------------------
 (***************************************************************************)
 (* KIP-595: A Raft Protocol for the Metadata Quorum (KRaft), as specified  *)
-(* in the KIP text (/work/shared/kips/KIP-595-raft-metadata-quorum.txt)    *)
-(* and its revision on cluster bootstrapping and the leader progress       *)
-(* timeout (KIP-595-revision-bootstrapping-and-progress-timeout.txt).      *)
+(* in the KIP ("KIP-595: A Raft Protocol for the Metadata Quorum") and in  *)
+(* its later revision on cluster bootstrapping and the leader progress     *)
+(* timeout (the same KIP page, sections "Cluster Bootstrapping" and        *)
+(* "Leader Progress Timeout").                                             *)
 (*                                                                         *)
 (* Scope: leader election (Vote, BeginQuorumEpoch, EndQuorumEpoch), the    *)
 (* pull-based log replication with its reconciliation (Fetch with          *)
@@ -518,6 +519,35 @@ SendFetchRequest(i, j) ==
 (***************************************************************************)
 
 (***************************************************************************)
+(* The "cannot happen" branches.  KIP-595 §"Error Codes": "INVALID_QUORUM_ *)
+(* STATE: This error code is reserved for cases when a request conflicts   *)
+(* with the local known state.  For example, if two separate nodes try to  *)
+(* become leader in the same epoch, then it indicates an illegal state     *)
+(* change."  Each operator below is the guard of one handler branch that  *)
+(* a correct quorum with a static voter set never takes; NoIllegalState    *)
+(* (INVARIANTS) checks that no message in flight satisfies any of them,    *)
+(* i.e. that the branch is never taken in any behaviour.                   *)
+(*   SecondLeaderOfKnownEpoch(m): a BeginQuorumEpoch / EndQuorumEpoch of   *)
+(*     the receiver's epoch from a leader other than the one it knows      *)
+(*     (§"BeginQuorumEpoch Request Handling": INVALID_QUORUM_STATE;        *)
+(*     §"EndQuorumEpoch Request Handling": "the leader id is known ...     *)
+(*     and it is not the same as the sender");                             *)
+(*   NotAPreferredSuccessor(m): an EndQuorumEpoch to a voter missing from  *)
+(*     PreferredSuccessors (§"EndQuorumEpoch Request Handling":            *)
+(*     INCONSISTENT_VOTER_SET);                                            *)
+(*   VoteFromNonVoter(m): a VoteRequest whose candidate is not a voter     *)
+(*     (§"Vote Request Handling" step 4a).                                 *)
+(***************************************************************************)
+SecondLeaderOfKnownEpoch(m) ==
+    /\ m.epoch = currentEpoch[m.dest]
+    /\ leaderId[m.dest] \notin {Nil, m.src}
+
+NotAPreferredSuccessor(m) ==
+    \A k \in 1..Len(m.preferredSuccessors) : m.preferredSuccessors[k] # m.dest
+
+VoteFromNonVoter(m) == m.src \notin Voters
+
+(***************************************************************************)
 (* KIP-595 §"Vote Request Handling" steps 1-4 and §"Cluster Bootstrapping" *)
 (* step 4.  Voter j handles candidate c's request:                         *)
 (*  1. clusterId mismatch: reject with INVALID_CLUSTER_ID, no state change;*)
@@ -547,7 +577,7 @@ HandleVoteRequest(m) ==
                   grant  == \/ voted = c
                             \/ /\ voted = Nil
                                /\ leader = Nil
-                               /\ c \in Voters
+                               /\ ~VoteFromNonVoter(m)
                                /\ j \in Electorate
                                /\ \/ BugNoLogUpToDateCheck
                                   \/ IsUpToDate(m.lastOffsetEpoch, m.lastOffset, log[j])
@@ -627,9 +657,7 @@ HandleBeginQuorumEpochRequest(m) ==
               /\ Reply(BeginQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
                                                 "FENCED_LEADER_EPOCH"), m)
               /\ UNCHANGED <<nodeVars, ghostVotes>>
-         [] /\ m.epoch = currentEpoch[j]
-            /\ leaderId[j] \notin {Nil, l}
-            /\ ~BugAcceptSecondLeader ->
+         [] SecondLeaderOfKnownEpoch(m) /\ ~BugAcceptSecondLeader ->
               /\ Reply(BeginQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
                                                 "INVALID_QUORUM_STATE"), m)
               /\ UNCHANGED <<nodeVars, ghostVotes>>
@@ -680,8 +708,8 @@ HandleEndQuorumEpochRequest(m) ==
     /\ role[j] # "Shutdown"
     /\ CASE \/ ~ClusterIdMatches(m)
             \/ m.epoch < currentEpoch[j]
-            \/ m.epoch = currentEpoch[j] /\ leaderId[j] \notin {Nil, l}
-            \/ (\A k \in 1..Len(succ) : succ[k] # j) ->
+            \/ SecondLeaderOfKnownEpoch(m)
+            \/ NotAPreferredSuccessor(m) ->
               UNCHANGED <<nodeVars, ghostVotes>>
          [] /\ succ[1] = j
             /\ j \in TimeoutVoters
@@ -1053,16 +1081,93 @@ NoCorrectReplicaShutDown ==
     \A i \in Server : ClusterOf[i] \in QuorumClusterIds => role[i] # "Shutdown"
 
 (***************************************************************************)
+(* Election safety as the replicas see it (KIP-595 §"Key Concepts": "For  *)
+(* each epoch there will be only one leader"; responses piggyback the      *)
+(* responder's (epoch, leader), §"Leader Election and Data Replication"    *)
+(* attribute 2, so a wrong pair would spread).  The historical form (no    *)
+(* two replicas ever led the same epoch) needs a ghost map: KRaftHistory.  *)
+(***************************************************************************)
+\* Two replicas that know a leader of the same epoch know the same one.
+KnownLeadersAgree ==
+    \A i, j \in Server :
+        (/\ currentEpoch[i] = currentEpoch[j]
+         /\ leaderId[i] # Nil /\ leaderId[j] # Nil) => leaderId[i] = leaderId[j]
+
+\* A known leader really led that epoch: it is still in the epoch and knows
+\* itself as its leader (Leader, or Resigned / restarted), or it has moved
+\* on to a later epoch (epochs never decrease).
+KnownLeaderIsLeader ==
+    \A i \in Server : leaderId[i] # Nil =>
+        LET l == leaderId[i]
+        IN  \/ currentEpoch[l] > currentEpoch[i]
+            \/ currentEpoch[l] = currentEpoch[i] /\ leaderId[l] = l
+
+\* KIP-595 §"Vote Response Handling" step 3 and §"Extra condition on
+\* commitment": a leader's log holds its own LeaderChange record, the first
+\* record of its epoch (the epoch's start offset), so the current-epoch rule
+\* can commit everything before it.
+LeaderChangeRecord(e) == [epoch |-> e, value |-> LeaderChange]
+LeaderHoldsItsLeaderChange ==
+    \A i \in Server : role[i] = "Leader" =>
+        \E k \in 1..Len(log[i]) :
+            /\ log[i][k] = LeaderChangeRecord(currentEpoch[i])
+            /\ \A j \in 1..(k - 1) : log[i][j].epoch < currentEpoch[i]
+
+\* KIP-595 §"FetchRequest Handling" step 4: the end offset a leader records
+\* for a voter of its epoch is a true common prefix of the two logs (the
+\* HWM is computed from these offsets).  A voter that has moved to a later
+\* epoch may since have been truncated by the new leader; the old leader
+\* learns that only from a response, so such voters are exempt.
+EndOffsetsAreCommonPrefixes ==
+    \A i \in Server : role[i] = "Leader" =>
+        \A v \in Voters \ {i} :
+            LET o == followerEndOffset[i][v]
+            IN  currentEpoch[v] = currentEpoch[i] =>
+                    /\ o <= Len(log[v]) /\ o <= Len(log[i])
+                    /\ SubSeq(log[v], 1, o) = SubSeq(log[i], 1, o)
+
+(***************************************************************************)
+(* No "cannot happen" branch is ever taken: no message in flight would be  *)
+(* handled by one of them (see SecondLeaderOfKnownEpoch and its siblings). *)
+(* The handler takes the branch iff the receiver is running, the clusterId *)
+(* matches, the epoch is not smaller than its own, and the guard holds, at *)
+(* delivery; any message in flight may be delivered next, so the invariant *)
+(* over the network is exactly "the branch is never taken".                *)
+(***************************************************************************)
+WouldTakeIllegalBranch(m) ==
+    /\ m.type \in {"BeginQuorumEpochRequest", "EndQuorumEpochRequest", "VoteRequest"}
+    /\ role[m.dest] # "Shutdown"
+    /\ ClusterIdMatches(m)
+    /\ m.epoch >= currentEpoch[m.dest]
+    /\ \/ m.type = "BeginQuorumEpochRequest" /\ SecondLeaderOfKnownEpoch(m)
+       \/ /\ m.type = "EndQuorumEpochRequest"
+          /\ SecondLeaderOfKnownEpoch(m) \/ NotAPreferredSuccessor(m)
+       \/ m.type = "VoteRequest" /\ VoteFromNonVoter(m)
+
+NoIllegalState == \A m \in BagToSet(msgs) : ~WouldTakeIllegalBranch(m)
+
+(***************************************************************************)
 (*                           ACTION PROPERTY                               *)
 (* A replica's HWM never decreases, except that a crash loses it (it is    *)
-(* volatile in the model): the only step lowering highWatermark[i] is      *)
-(* Restart(i), which resets it to 0.                                       *)
+(* volatile in the model): a step that lowers highWatermark[i] resets it   *)
+(* to 0 and is a restart of i itself — the restart counter grows and no    *)
+(* other replica's state changes (Restart(i), or KRaftHistory's LoseDisk). *)
 (***************************************************************************)
+RestartOf(i) ==
+    /\ restartCount' = restartCount + 1
+    /\ \A j \in Server \ {i} :
+          /\ currentEpoch'[j] = currentEpoch[j] /\ votedId'[j] = votedId[j]
+          /\ leaderId'[j] = leaderId[j] /\ log'[j] = log[j] /\ role'[j] = role[j]
+          /\ highWatermark'[j] = highWatermark[j]
+          /\ votesGranted'[j] = votesGranted[j] /\ votesRejected'[j] = votesRejected[j]
+          /\ followerEndOffset'[j] = followerEndOffset[j]
+          /\ fetchedSinceCheck'[j] = fetchedSinceCheck[j]
+
 HighWatermarkMonotonic ==
     [][\A i \in Server :
           highWatermark'[i] < highWatermark[i] =>
-              /\ restartCount' = restartCount + 1
-              /\ highWatermark'[i] = 0]_vars
+              /\ highWatermark'[i] = 0
+              /\ RestartOf(i)]_vars
 
 (***************************************************************************)
 (*                              LIVENESS                                   *)

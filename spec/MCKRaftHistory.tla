@@ -1,0 +1,9 @@
+------------------------------ MODULE MCKRaftHistory ------------------------------
+(***************************************************************************)
+(* Model-checking wrapper for KRaftHistory.tla: the same clusterId         *)
+(* assignment and symmetry sets as MCKRaft.tla (the ghost map is a         *)
+(* function of epochs to sets of servers, so server permutations apply).   *)
+(***************************************************************************)
+EXTENDS KRaftHistory, MCKRaft
+
+=============================================================================
