@@ -31,6 +31,7 @@ from .broker import BrokerState
 from .client import ClientState
 from .controller import ControllerState
 from .rules import effective_min_isr
+from .spec_mapping import still_missing
 from .types import AGGRESSIVE, BALANCED, NO_LEADER, ElrConfig, LogEntry
 
 __all__ = ["Snapshot", "ElrMonitor", "INVARIANTS", "tolerated_data_loss_shutdowns"]
@@ -76,8 +77,11 @@ class Snapshot:
 
     @classmethod
     def of(cls, config: ElrConfig, world: World) -> "Snapshot":
-        n = sum(world.disks.get(b, {}).get("ghost_data_loss_shutdowns", 0)
-                for b in config.brokers)
+        # spec BrokersMissingCommittedData: committed records lost in an unclean restart and
+        # not fetched back (spec_mapping.still_missing)
+        n = sum(1 for b in config.brokers if still_missing(
+            world.disks.get(b, {}).get("ghost_lost_committed", frozenset()),
+            world.states[b].log.entries))
         return cls(config, world.states[config.controller],
                    {b: world.states[b] for b in config.brokers}, dict(world.up),
                    world.states[config.producer], n)
@@ -140,7 +144,9 @@ class ElrMonitor(Monitor):
         self._acks_checked = 0
 
     def within_tolerance(self, snap: Snapshot) -> bool:
-        """Spec `WithinTolerance` (dataLossShutdowns <= ToleratedDataLossShutdowns); with the
+        """Spec `WithinTolerance` (|BrokersMissingCommittedData| <= ToleratedDataLossShutdowns:
+        the brokers that lost committed records in an unclean restart and have not fetched them
+        back); with the
         Aggressive strategy also no unclean recovery yet (Aggressive trades durability for
         availability: KIP-966 "Unclean recovery")."""
         if snap.data_loss_shutdowns > self.tolerated:
