@@ -149,6 +149,6 @@ _BUGS += [
         "members that leave the ELR join it, not ISR members removed at an unclean "
         "registration; a Balanced recovery may then wait for nobody and elect an empty replica "
         "(spec finding elr-finding-last-known-elr-literal).",
-        ("NoAckedRecordLost", "RecoveryElectsMostCompleteLastKnownElr")),
+        ("CommittedLogOnElectableReplica", "NoAckedRecordLost")),
 ]
 BUGS.update({b.name: b for b in _BUGS if b.protocol == "elr"})

@@ -15,6 +15,8 @@ the spec's abstract versions (see docs/refimpl-elr.md):
   replica's data is judged only when the controller knows its current incarnation (up and
   registered with the epoch the controller holds).
 * PendingIsrHasLeader, HwmWithinLeaderLog, LogMatching: the brokers' view.
+* CommittedLogOnElectableReplica: within the tolerance some member of ISR / ELR /
+  LastKnownELR (running or not: a crashed broker's last log, spec A4) holds the committed log.
 * Refimpl-only: AckedRecordsOnMinIsr (an acks=all record was on at least min ISR replicas when
   acknowledged), ReplicaHwmMonotonic (a broker's own HWM never goes back within an
   incarnation), RecoveryElectsMostCompleteLastKnownElr (a Balanced unclean recovery elects a
@@ -54,6 +56,7 @@ INVARIANTS = (
     "AckedRecordsOnMinIsr",
     "ReplicaHwmMonotonic",
     "RecoveryElectsMostCompleteLastKnownElr",
+    "CommittedLogOnElectableReplica",
 )
 
 
@@ -287,6 +290,13 @@ class ElrMonitor(Monitor):
                     bad("ElrMembersHaveDataToHwm",
                         f"ELR member {b} log {log} lacks the records below the HWM "
                         f"{self.committed}")
+        n = len(self.committed)
+        electable = p.isr | p.elr | p.last_known_elr
+        if self.config.elr_enabled and n and not any(
+                snap.brokers[b].log.entries[:n] == self.committed for b in electable):
+            bad("CommittedLogOnElectableReplica",
+                f"no member of ISR/ELR/LastKnownELR {sorted(electable)} holds the committed "
+                f"log {self.committed}")
 
     # ---- unclean recovery ---------------------------------------------------------------
     def _recovery(self, snap: Snapshot, bad) -> None:
