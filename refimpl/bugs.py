@@ -155,5 +155,12 @@ _BUGS += [
         "rejected alternative 'The controller elects the leader when a given number of replicas "
         "have replied').",
         ("RecoveryElectsMostCompleteLastKnownElr",)),
+    PlantedBug(
+        "last-known-elr-literal", "elr",
+        "The LastKnownELR follows the literal text of KIP-966 'Other behaviors' 6a: only ELR "
+        "members that leave the ELR join it, not ISR members removed at an unclean "
+        "registration; a Balanced recovery may then wait for nobody and elect an empty replica "
+        "(spec finding elr-finding-last-known-elr-literal).",
+        ("CommittedLogOnElectableReplica", "NoAckedRecordLost")),
 ]
 BUGS.update({b.name: b for b in _BUGS if b.protocol == "elr"})

@@ -88,7 +88,8 @@ CONSTANTS
     BugBalancedFixedReplies,   \* Balanced elects after MinISR replies (rejected alternative)
     BugAcceptStaleReplies,     \* GetReplicaLogInfo replies not fenced by broker / leader epoch
     BugLongestLogIgnoresEpoch, \* unclean recovery picks the longest log, ignoring the last epoch
-    BugSkipElrRule             \* "off", or the ELR update rule left out: "1", "2a", "2b", "2c"
+    BugSkipElrRule,            \* "off", or the ELR update rule left out: "1", "2a", "2b", "2c"
+    BugLastKnownElrLiteral     \* LastKnownELR per the literal text of §"Other behaviors" 6a
 
 Strategies == {"Aggressive", "Balanced", "None"}
 
@@ -104,7 +105,7 @@ ASSUME
     /\ MaxUncleanShutdowns \in Nat
     /\ \A bug \in {BugHwmOnMaximalIsr, BugHwmIgnoresMinIsr, BugKeepUncleanInElr,
                    BugBalancedFixedReplies, BugAcceptStaleReplies,
-                   BugLongestLogIgnoresEpoch} : bug \in BOOLEAN
+                   BugLongestLogIgnoresEpoch, BugLastKnownElrLiteral} : bug \in BOOLEAN
     /\ BugSkipElrRule \in {"off", "1", "2a", "2b", "2c"}
 
 -----------------------------------------------------------------------------
@@ -152,22 +153,24 @@ ASSUME
 (*   committedLog      the records below the HWM as consumers saw them     *)
 (*                     (Len(committedLog) = hwm)                           *)
 (*   uncleanShutdowns  number of unclean shutdowns so far                  *)
-(*   dataLossShutdowns number of unclean shutdowns whose restart lost at   *)
-(*                     least one record (KIP: "data loss unclean shutdown  *)
-(*                     events")                                            *)
+(*   lostCommitted[b]  the committed records (<<offset, record>>) that b   *)
+(*                     held and lost in a restart after an unclean         *)
+(*                     shutdown, and has not fetched back since: b counts  *)
+(*                     as a KIP "data loss unclean shutdown event" while   *)
+(*                     this set is not empty                               *)
 (***************************************************************************)
 VARIABLES
     alive, log, flushed, shutdownFile,
     brokerEpoch, fenced, leader, leaderEpoch, isr, elr, lastKnownElr,
     lastKnownLeader, minIsr, replies,
     hwm, pendingIsr, pendingAcks,
-    acked, committedLog, uncleanShutdowns, dataLossShutdowns
+    acked, committedLog, uncleanShutdowns, lostCommitted
 
 brokerVars     == <<alive, log, flushed, shutdownFile>>
 controllerVars == <<brokerEpoch, fenced, leader, leaderEpoch, isr, elr,
                     lastKnownElr, lastKnownLeader, minIsr, replies>>
 leaderVars     == <<hwm, pendingIsr, pendingAcks>>
-ghostVars      == <<acked, committedLog, uncleanShutdowns, dataLossShutdowns>>
+ghostVars      == <<acked, committedLog, uncleanShutdowns, lostCommitted>>
 vars == <<brokerVars, controllerVars, leaderVars, ghostVars>>
 
 \* the partition record, the leader state that follows it, and the ghosts the
@@ -199,10 +202,20 @@ SumOfEpochBumps(S) ==
 Restarts == SumOfEpochBumps(Brokers)
 
 \* KIP-966 §"Motivation": "MinISR-1 tolerance to data loss unclean shutdown
-\* events".  With changing min ISR, the smallest effective value counts.
+\* events".  With changing min ISR, the smallest effective value counts.  An
+\* event counts while it matters: a broker that lost committed records in an
+\* unclean restart and has not fetched them back (an uncommitted tail lost, or
+\* a loss repaired by catching up again, does not count).
 ToleratedDataLossShutdowns ==
     MinOf({EffectiveMinIsr(m, ReplicationFactor) : m \in MinIsrValues}) - 1
-WithinTolerance == dataLossShutdowns <= ToleratedDataLossShutdowns
+BrokersMissingCommittedData == {b \in Brokers : lostCommitted[b] /= {}}
+WithinTolerance == Cardinality(BrokersMissingCommittedData) <= ToleratedDataLossShutdowns
+
+\* log lg holds the record e = <<offset, record>>
+HoldsRecord(lg, e) == e[1] <= Len(lg) /\ lg[e[1]] = e[2]
+
+\* The committed records a broker still misses after its log became newLog[b].
+StillMissing(newLog) == [b \in Brokers |-> {e \in lostCommitted[b] : ~HoldsRecord(newLog[b], e)}]
 
 \* GetReplicaLogInfo response content of broker b right now.
 LogInfo(b) == [brokerEpoch |-> brokerEpoch[b], leaderEpoch |-> leaderEpoch,
@@ -336,7 +349,7 @@ ApplyOutcome(o, newLog, rejectPending, effMin) ==
 RemovalState(b, unclean) ==
     IF b \in isr \/ unclean /= {}
     THEN ElrUpdate(isr, elr, lastKnownElr, isr \ {b}, EffMinIsr, unclean, ElrEnabled,
-                   BugSkipElrRule)
+                   BugSkipElrRule, BugLastKnownElrLiteral)
     ELSE StateOf
 
 \* The controller fences b: b leaves the ISR through the ELR update, and a new
@@ -369,7 +382,7 @@ Init ==
     /\ acked           = {}
     /\ committedLog    = <<>>
     /\ uncleanShutdowns  = 0
-    /\ dataLossShutdowns = 0
+    /\ lostCommitted     = [b \in Brokers |-> {}]
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -402,7 +415,7 @@ Produce(v) ==
            /\ SetHwm(HwmUpdate(leader, newLog, isr, pendingIsr, EffMinIsr,
                                hwm, committedLog, newAcks))
     /\ UNCHANGED <<alive, flushed, shutdownFile, controllerVars, pendingIsr,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 \* KIP-966 §"Broker behaviors": "Both the follower and the leader don't have
 \* any new behavior to handle ELR. They still refer to ISR for decision
@@ -420,8 +433,9 @@ FollowerFetch(f) ==
            /\ flushed' = [flushed EXCEPT ![f] = IF @ < keep THEN @ ELSE keep]
            /\ SetHwm(HwmUpdate(leader, newLog, isr, pendingIsr, EffMinIsr,
                                hwm, committedLog, pendingAcks))
+           /\ lostCommitted' = StillMissing(newLog)   \* caught up again?
     /\ UNCHANGED <<alive, shutdownFile, controllerVars, pendingIsr,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns>>
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -440,10 +454,10 @@ ShrinkIsr(f) ==
     /\ f \in isr \ {leader}
     /\ log[f] /= log[leader]
     /\ LET st == ElrUpdate(isr, elr, lastKnownElr, isr \ {f}, EffMinIsr, {},
-                           ElrEnabled, BugSkipElrRule)
+                           ElrEnabled, BugSkipElrRule, BugLastKnownElrLiteral)
        IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, FALSE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 \* KIP-966 §"Additional High Watermark advancement requirement": the maximal
 \* ISR "includes the current ISR members and pending-to-add replicas that have
@@ -459,17 +473,17 @@ ProposeIsrExpand(f) ==
     /\ Len(log[f]) >= EpochStartOffset(log[leader], leaderEpoch)
     /\ pendingIsr' = isr \cup {f}
     /\ UNCHANGED <<brokerVars, controllerVars, hwm, committedLog, acked, pendingAcks,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 \* KIP-966 §"Controller behaviors" 1: "AlterPartition request ... When the
 \* controller receives the new ISR, it will trigger an ELR update."
 CommitAlterPartition ==
     /\ pendingIsr /= {}
     /\ LET st == ElrUpdate(isr, elr, lastKnownElr, pendingIsr, EffMinIsr, {},
-                           ElrEnabled, BugSkipElrRule)
+                           ElrEnabled, BugSkipElrRule, BugLastKnownElrLiteral)
        IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, TRUE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -487,7 +501,7 @@ FenceBroker(b) ==
     /\ fenced' = [fenced EXCEPT ![b] = TRUE]
     /\ \E o \in FenceOutcomes(b) : ApplyOutcome(o, log, b \in pendingIsr, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, minIsr, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 \* KIP-966 §"Controller behaviors" 3: "The replica gets unfenced. If the
 \* replica is an ELR member and ISR is empty, this replica will be elected as
@@ -502,7 +516,7 @@ UnfenceBroker(b) ==
     /\ \E o \in ElectionOutcomes(StateOf, Unfenced \cup {b}, leader) :
           ApplyOutcome(o, log, FALSE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, minIsr, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 \* KIP-966 §"Detection of an unclean shutdown" 1: "During the shutdown, write
 \* the current broker epoch in the CleanShutdownFile" (after the log is
@@ -518,7 +532,7 @@ CleanShutdown(b) ==
        THEN UNCHANGED partitionVars
        ELSE \E o \in FenceOutcomes(b) : ApplyOutcome(o, log, b \in pendingIsr, EffMinIsr)
     /\ UNCHANGED <<log, brokerEpoch, minIsr, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 \* KIP-966 §"Motivation": an unclean shutdown "where unflushed data in the OS
 \* page cache is lost".  No CleanShutdownFile is written; the controller does
@@ -532,7 +546,7 @@ UncleanShutdown(b) ==
     /\ uncleanShutdowns' = uncleanShutdowns + 1
     /\ pendingAcks'      = IF b = leader THEN {} ELSE pendingAcks
     /\ UNCHANGED <<log, flushed, shutdownFile, controllerVars, hwm, pendingIsr,
-                   acked, committedLog, dataLossShutdowns>>
+                   acked, committedLog, lostCommitted>>
 
 \* KIP-966 §"Detection of an unclean shutdown" 2-4, §"Controller behaviors" 4
 \* and 3: the broker recovers its log (keeping k records, at least the flushed
@@ -569,8 +583,9 @@ RestartBroker(b, k) ==
     /\ shutdownFile'      = [shutdownFile EXCEPT ![b] = -1]
     /\ brokerEpoch'       = [brokerEpoch EXCEPT ![b] = @ + 1]
     /\ fenced'            = [fenced EXCEPT ![b] = FALSE]
-    /\ dataLossShutdowns' = IF k < Len(log[b]) THEN dataLossShutdowns + 1
-                                               ELSE dataLossShutdowns
+    /\ LET held == CommonPrefixLen(log[b], committedLog)   \* committed records b had
+       IN  lostCommitted' = [lostCommitted EXCEPT ![b] =
+                                @ \cup {<<i, committedLog[i]>> : i \in k + 1 .. held}]
     /\ UNCHANGED <<minIsr, replies, uncleanShutdowns>>
 
 -----------------------------------------------------------------------------
@@ -588,10 +603,10 @@ ChangeMinIsr(m) ==
     /\ minIsr' = m
     /\ LET newEff == EffectiveMinIsr(m, ReplicationFactor)
            st     == ElrUpdate(isr, elr, lastKnownElr, isr, newEff, {},
-                               ElrEnabled, BugSkipElrRule)
+                               ElrEnabled, BugSkipElrRule, BugLastKnownElrLiteral)
        IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log, FALSE, newEff)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -641,7 +656,7 @@ CompleteUncleanRecovery ==
     /\ \E c \in BestRepliers(UsableRepliers, replies, BugLongestLogIgnoresEpoch) :
           ApplyOutcome(ElectOutcome(StateOf, c), log, TRUE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 \* KIP-966 §"Delivery plan": without the unclean recovery manager (or pre-KIP),
 \* unclean.leader.election.enable=true "will be randomly choosing an unfenced
@@ -651,7 +666,7 @@ UncleanLeaderElection ==
     /\ Decision = "UncleanElection"
     /\ \E c \in Unfenced : ApplyOutcome(ElectOutcome(StateOf, c), log, TRUE, EffMinIsr)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, minIsr, replies,
-                   uncleanShutdowns, dataLossShutdowns>>
+                   uncleanShutdowns, lostCommitted>>
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
@@ -716,7 +731,7 @@ TypeOK ==
     /\ acked           \subseteq (1..MaxLogLen) \X Record
     /\ committedLog    \in Seq(Record) /\ Len(committedLog) = hwm
     /\ uncleanShutdowns  \in 0..MaxUncleanShutdowns
-    /\ dataLossShutdowns \in 0..uncleanShutdowns
+    /\ lostCommitted     \in [Brokers -> SUBSET ((1..MaxLogLen) \X Record)]
 
 \* KIP-966 §"ELR invariants": "The member of ELR should not be in ISR."
 ElrIsrDisjoint == elr \cap isr = {}
@@ -764,6 +779,35 @@ LogMatching ==
             (i <= Len(log[b1]) /\ i <= Len(log[b2]) /\ log[b1][i] = log[b2][i])
                 => SubSeq(log[b1], 1, i) = SubSeq(log[b2], 1, i)
 
+\* KIP-966 §"Eligible Leader Replicas": "only the member in the last ISR
+\* snapshot when the ISR drops below min ISR can join the ELR which indicates
+\* the ELR member has the logs at least to the HWM", and the ISR members have
+\* it by the HWM rule: every ISR and ELR member holds the committed log, so
+\* any clean candidate keeps it.  (Pre-KIP the last ISR member stays in the ISR
+\* after losing data: the KIP's motivation, elr-bug-elr-disabled.)
+IsrAndElrHoldCommittedLog ==
+    ElrEnabled => \A b \in isr \cup elr : IsPrefix(committedLog, log[b])
+
+\* KIP-966 §"Motivation": "MinISR-1 tolerance to data loss unclean shutdown
+\* events", stated without reference to a live leader: within the tolerance
+\* (1) every record acknowledged to an acks=all producer is still in the
+\* consumer-visible committed log, and (2) some replica -- running or not --
+\* still holds the whole committed log.
+NoCommittedRecordLost ==
+    WithinTolerance =>
+        /\ \A e \in acked : HoldsRecord(committedLog, e)
+        /\ \E b \in Brokers : IsPrefix(committedLog, log[b])
+
+\* The same, for the replicas the controller would wait for: within the
+\* tolerance some member of ISR, ELR or LastKnownELR holds the committed log,
+\* so a Balanced recovery (which waits for every LastKnownELR member, §"Unclean
+\* recovery" 4b) can always elect a replica with every committed record.  This
+\* is what the literal reading of §"Other behaviors" 6a breaks
+\* (elr-finding-last-known-elr-literal).
+CommittedLogOnElectableReplica ==
+    (ElrEnabled /\ WithinTolerance /\ committedLog /= <<>>) =>
+        \E b \in isr \cup elr \cup lastKnownElr : IsPrefix(committedLog, log[b])
+
 -----------------------------------------------------------------------------
 (***************************************************************************)
 (* ACTION PROPERTIES (check with PROPERTY)                                 *)
@@ -791,5 +835,88 @@ IsrPlusElrAtLeastMinIsr == [][IsrElrDropAllowed]_vars
 \* consumer-visible HWM never decreases (a new leader's HWM is the part of the
 \* consumer-visible log it holds).
 HighWatermarkMonotonic == [][WithinTolerance' => hwm' >= hwm]_vars
+
+\* The same, by content: within the tolerance the committed log only grows by
+\* extension (a length check alone would let an acks=1 record below the HWM
+\* be replaced by another record at the same offset).
+CommittedLogOnlyExtends == [][WithinTolerance' => IsPrefix(committedLog, committedLog')]_vars
+
+\* KIP-966 §"Additional High Watermark advancement requirement": "High
+\* Watermark can only advance if the ISR size is larger or equal to
+\* min.insync.replicas", the ISR being "the latest ISR membership persisted by
+\* the controller, not the maximal ISR".  Checked on every step, directly.
+HwmAdvancesOnlyWithMinIsr ==
+    [][hwm' > hwm => Cardinality(isr') >= EffectiveMinIsr(minIsr', ReplicationFactor)]_vars
+
+-----------------------------------------------------------------------------
+(***************************************************************************)
+(* LIVENESS                                                                *)
+(*                                                                         *)
+(* Fairness: the protocol's own steps are weakly fair -- followers fetch,  *)
+(* the leader proposes ISR expansions and the controller commits them, the *)
+(* controller fences a dead broker once its session times out, a running   *)
+(* fenced broker heartbeats again (a network partition heals), replicas    *)
+(* answer GetReplicaLogInfo and the controller completes the unclean       *)
+(* recovery / unclean election.  The environment's steps are not fair:     *)
+(* produce requests, shutdowns, restarts, ISR shrinks (a timing choice),   *)
+(* fencing a running broker, min ISR changes.                              *)
+(***************************************************************************)
+Fairness ==
+    /\ \A f \in Brokers : WF_vars(FollowerFetch(f))
+    /\ \A f \in Brokers : WF_vars(ProposeIsrExpand(f))
+    /\ WF_vars(CommitAlterPartition)
+    /\ \A b \in Brokers : WF_vars(~alive[b] /\ FenceBroker(b))
+    /\ \A b \in Brokers : WF_vars(UnfenceBroker(b))
+    /\ \A b \in Brokers : WF_vars(SendReplicaLogInfo(b))
+    /\ WF_vars(CompleteUncleanRecovery)
+    /\ WF_vars(UncleanLeaderElection)
+
+LiveSpec == Spec /\ Fairness
+
+\* KIP-966 §"Controller behaviors" 3 / election order 2: an unfenced ELR
+\* member with an empty ISR is elected (while an election fits the
+\* MaxLeaderEpoch bound).  In this spec the election runs in the same step
+\* that empties the ISR or unfences the member, so the premise never holds in
+\* a reachable state; the property pins that down.
+ElrMemberEventuallyElected ==
+    (isr = {} /\ elr \cap Unfenced /= {} /\ leaderEpoch < MaxLeaderEpoch)
+        ~> leader /= NoBroker
+
+\* KIP-966 §"Unclean recovery": "In Balance mode, all the LastKnownELR members
+\* have replied ..." -- then the controller elects.  Formally: a leaderless
+\* Balanced recovery holding a usable reply from every LastKnownELR member
+\* (and at least one reply) does not stay so forever; it ends with an
+\* election, unless a reply stops counting first (its broker is fenced or
+\* re-registers, which the environment may do at any time).
+BalancedRecoveryReady ==
+    /\ RecoveryStrategy = "Balanced"
+    /\ InUncleanRecovery
+    /\ UsableRepliers /= {}
+    /\ lastKnownElr \subseteq UsableRepliers
+    /\ leaderEpoch < MaxLeaderEpoch
+
+BalancedRecoveryEventuallyElects ==
+    BalancedRecoveryReady ~> (leader /= NoBroker \/ ~BalancedRecoveryReady)
+
+\* KIP-966 §"Additional High Watermark advancement requirement": while the
+\* committed ISR meets min ISR and the running leader has records above the
+\* HWM, the HWM advances (the followers fetch, a dead ISR member is fenced and
+\* leaves the ISR) -- unless the ISR falls below min ISR or the leader stops.
+HwmCanAdvance ==
+    /\ LeaderLive
+    /\ Cardinality(isr) >= EffMinIsr
+    /\ hwm < Len(log[leader])
+
+HwmEventuallyAdvances ==
+    \A h \in 0..MaxLogLen : (HwmCanAdvance /\ hwm = h) ~> (hwm /= h \/ ~HwmCanAdvance)
+
+\* KIP-966 §"ISR invariants" / Kafka's ISR expansion: a running, unfenced
+\* replica outside the ISR, under a running leader, eventually rejoins the
+\* ISR (it fetches, the leader proposes it, the controller commits) -- unless
+\* it stops, is fenced, or the leader stops.
+IsrEventuallyReexpands ==
+    \A f \in Brokers :
+        (LeaderLive /\ alive[f] /\ ~fenced[f] /\ f \notin isr)
+            ~> (f \in isr \/ ~LeaderLive \/ ~alive[f] \/ fenced[f])
 
 =============================================================================

@@ -64,12 +64,23 @@ ElrAfterRule2(isr, elr, proposedIsr, unclean, skipRule) ==
     IN  deduped \ unclean
 
 \* Other behaviors 6a: the LastKnownELR keeps every member of ISR/ELR/LastKnownELR
-\* that is neither in the new ISR nor in the new ELR.
+\* that is neither in the new ISR nor in the new ELR.  This is BROADER than the
+\* KIP's sentence ("when an ELR member has an unclean shutdown, it will be
+\* removed from ELR and added to the LastKnownELR"): an ISR member removed
+\* because it registered after an unclean shutdown joins the LastKnownELR too.
+\* Without that, Balanced recovery can wait for nobody and lose acknowledged
+\* data (docs/spec-elr.md, finding "literal 6a"; LastKnownElrLiteral6a below).
 LastKnownElrAfterRule2(isr, elr, lastKnownElr, proposedIsr, newElr) ==
     ((lastKnownElr \cup elr \cup isr) \ proposedIsr) \ newElr
 
+\* Other behaviors 6a read literally (a bug switch, BugLastKnownElrLiteral): only
+\* members of the current ELR that leave it join the LastKnownELR.
+LastKnownElrLiteral6a(elr, lastKnownElr, proposedIsr, newElr) ==
+    ((lastKnownElr \cup elr) \ proposedIsr) \ newElr
+
+\* literal6a: use LastKnownElrLiteral6a instead of LastKnownElrAfterRule2.
 ElrUpdate(isr, elr, lastKnownElr, proposedIsr, effMinIsr, unclean, elrEnabled,
-          skipRule) ==
+          skipRule, literal6a) ==
     IF ~elrEnabled
     THEN [isr          |-> IF proposedIsr = {} THEN isr ELSE proposedIsr,
           elr          |-> {},
@@ -79,8 +90,11 @@ ElrUpdate(isr, elr, lastKnownElr, proposedIsr, effMinIsr, unclean, elrEnabled,
     ELSE LET newElr == ElrAfterRule2(isr, elr, proposedIsr, unclean, skipRule) \* rule 2
          IN  [isr          |-> proposedIsr,
               elr          |-> newElr,
-              lastKnownElr |-> LastKnownElrAfterRule2(isr, elr, lastKnownElr,
-                                                      proposedIsr, newElr)]
+              lastKnownElr |-> IF literal6a
+                               THEN LastKnownElrLiteral6a(elr, lastKnownElr,
+                                                          proposedIsr, newElr)
+                               ELSE LastKnownElrAfterRule2(isr, elr, lastKnownElr,
+                                                           proposedIsr, newElr)]
 
 -----------------------------------------------------------------------------
 (***************************************************************************)

@@ -59,6 +59,27 @@ def test_unclean_broker_is_removed_from_isr_and_elr_into_last_known_elr():
     assert (u.isr, u.elr, u.last_known_elr) == (F(), F("b"), F("a"))
 
 
+def test_last_known_elr_literal_6a_forgets_unclean_isr_members():
+    """spec finding elr-finding-last-known-elr-literal: KIP-966 "Other behaviors" 6a read
+    literally puts only ELR members into the LastKnownELR.  The ISR {a, b} (min ISR 2) loses a
+    and then b to unclean registrations: the broad rule remembers both, the literal rule
+    neither, so "all LastKnownELR members replied" holds with no reply at all."""
+    broad = rules.elr_update(F("ab"), F(), F(), F("b"), 2, unclean=F("a"))
+    broad = rules.elr_update(broad.isr, broad.elr, broad.last_known_elr, F(), 2, unclean=F("b"))
+    assert (broad.isr, broad.elr, broad.last_known_elr) == (F(), F(), F("ab"))
+    lit = rules.elr_update(F("ab"), F(), F(), F("b"), 2, unclean=F("a"),
+                           last_known_elr_literal=True)
+    lit = rules.elr_update(lit.isr, lit.elr, lit.last_known_elr, F(), 2, unclean=F("b"),
+                           last_known_elr_literal=True)
+    assert (lit.isr, lit.elr, lit.last_known_elr) == (F(), F(), F())
+    assert rules.recovery_can_elect("Balanced", lit.last_known_elr, F("c"))
+    assert not rules.recovery_can_elect("Balanced", broad.last_known_elr, F("c"))
+    # an ELR member that registers uncleanly joins the LastKnownELR under both readings
+    assert rules.last_known_elr_literal_6a(F("b"), F(), F("a"), F()) == F("b")
+    assert rules.elr_update(F("a"), F("b"), F(), F("a"), 2, unclean=F("b"),
+                            last_known_elr_literal=True).last_known_elr == F("b")
+
+
 def test_elr_disabled_keeps_the_last_isr_member():
     u = rules.elr_update(F("c"), F(), F(), F(), 2, elr_enabled=False)
     assert (u.isr, u.elr) == (F("c"), F())

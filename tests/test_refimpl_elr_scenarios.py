@@ -213,19 +213,28 @@ def test_power_loss_keeps_only_the_flushed_prefix_and_is_counted():
 
 
 def test_data_loss_is_counted_at_the_restart_as_the_spec_does():
-    """spec RestartBroker: dataLossShutdowns grows when the restart keeps k < Len(log[b])
-    records; the log recovery flushes what survived (flushed' = k)."""
+    """spec RestartBroker: lostCommitted[b] gains the committed records b held and the restart
+    did not keep (k < held); the log recovery flushes what survived (flushed' = k).  spec
+    FollowerFetch: once b fetched them back it has caught up and no longer counts
+    (WithinTolerance counts only brokers still missing committed data)."""
     c = Cluster(ElrConfig())
     c.run_for(300)
     c.produce("v1")
     c.run_for(300)
     assert c.log("b2") == ("v1",) and c.states["b2"].log.flushed == 0
+    committed = c._world.history["committed"]
+    assert len(committed) == 1                                    # v1 is committed
     c.crash("b2", power_loss=True)
-    assert "ghost_data_loss_shutdowns" not in c.disks["b2"]       # not at the crash
+    assert "ghost_lost_committed" not in c.disks["b2"]            # not at the crash
     c.run_for(100)
     c.restart("b2")
-    assert c.disks["b2"]["ghost_data_loss_shutdowns"] == 1
+    assert c.disks["b2"]["ghost_lost_committed"] == frozenset({(0, committed[0])})
     assert c.states["b2"].log.flushed == c.states["b2"].log.end_offset
+    (lost,) = c.adapter.project(c._world)["lostCommitted"]["b2"]     # spec offset 1
+    assert lost[0] == 1 and dict(lost[1].items()) == {"epoch": 1, "value": "v1"}
+    c.run_for(300)
+    assert c.adapter.project(c._world)["lostCommitted"]["b2"] == frozenset()  # fetched back
+    assert c.log("b2") == ("v1",)
     assert c.violations == []
 
 

@@ -79,6 +79,7 @@ BUG_RUNS = {
     "ack-below-min-isr": ({}, "chaos", 4),
     "hwm-on-maximal-isr": ({}, "chaos", 12),
     "balanced-fixed-replies": ({}, "chaos", 12),
+    "last-known-elr-literal": ({}, "chaos", 12),
 }
 
 

@@ -54,3 +54,27 @@ def test_each_spec_has_ci_and_bug_configs():
     for module in ("spec/MCKRaft.tla", "spec/MCELR.tla"):
         profiles = {e.profile for e in ENTRIES if e.module == module}
         assert {"ci", "bugs", "deep"} <= profiles, f"{module} lacks configs: {profiles}"
+
+
+# --------------------------------------------------------------------------- KIP-966 findings
+
+def _elr_entry(name: str):
+    (entry,) = [e for e in ENTRIES if e.name == name]
+    return entry
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_elr_literal_last_known_elr_finding_loses_acked_data_after_a_vacuous_wait(tlc_toolchain):
+    """docs/spec-elr.md finding 11: with the literal §"Other behaviors" 6a rule the LastKnownELR
+    is empty when ISR and ELR are, so Balanced's "all LastKnownELR members replied" holds with
+    one reply, and the replica that lost the acked record is elected (10 states)."""
+    r = _check(_elr_entry("elr-finding-last-known-elr-literal"))
+    assert r.violated == "NoAckedRecordLost" and len(r.counterexample) == 10
+    *_, before, last = r.counterexample
+    assert last.action == "CompleteUncleanRecovery"
+    s = before.state
+    assert set(s["isr"]) == set(s["elr"]) == set(s["lastKnownElr"]) == set()
+    assert s["acked"] and s["leader"] == "NoBroker"
+    elected = last.state["leader"]
+    assert len(last.state["log"][elected]) == 0          # the elected replica lost r1

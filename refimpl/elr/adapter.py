@@ -371,8 +371,10 @@ class ELRAdapter(ProtocolAdapter):
     def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition | None:
         """A broker's start, registration included (spec RestartBroker; None when the
         controller would not register it now: MaxBrokerEpoch, or an election beyond
-        MaxLeaderEpoch).  The records the restart lost (a power loss) count as a data loss
-        shutdown (spec dataLossShutdowns, counted at the restart as the spec does)."""
+        MaxLeaderEpoch).  The committed records the restart lost (a power loss) are kept on the
+        broker's disk as the ghost `ghost_lost_committed` (spec lostCommitted[b], set at the
+        restart as the spec does: what it still missed plus the committed records it held and
+        lost now; spec_mapping shows those its log does not hold again)."""
         c = self.config
         if node == c.controller:
             s = self.controller.restore(dict(disk), now_ms)
@@ -387,12 +389,13 @@ class ELRAdapter(ProtocolAdapter):
                                              now_ms)
         if tc is None:
             return None
-        before = len(self.world.states[node].log.entries)   # spec log[b]: its last log
+        before = self.world.states[node].log.entries       # spec log[b]: its last log
         k = t0.state.log.end_offset
-        persist = t0.persist
-        if k < before:
-            persist += (Persist("ghost_data_loss_shutdowns",
-                                disk.get("ghost_data_loss_shutdowns", 0) + 1),)
+        committed = self.world.history.get("committed", ())
+        held = spec_mapping.common_prefix_len(before, committed)
+        lost = spec_mapping.still_missing(disk.get("ghost_lost_committed", frozenset()), before)
+        lost |= {(o, committed[o]) for o in range(k, held)}
+        persist = t0.persist + (Persist("ghost_lost_committed", frozenset(lost)),)
         ev = _Event(self, now_ms, starting=(node,))
         ev.add(node, replace(t0, persist=persist, params=dict(t0.params, k=k)), "RestartBroker")
         ev.run(c.controller, tc, None, reply_to=node)

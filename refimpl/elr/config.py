@@ -11,7 +11,8 @@ so the simulator explores inside the same finite model TLC checks:
     MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxUncleanShutdowns -> the bounds (each one
                                                         disables the refimpl step it guards)
     MaxRestarts                                      -> the simulator's restart limit
-    BugHwmOnMaximalIsr, BugKeepUncleanInElr, BugBalancedFixedReplies = TRUE,
+    BugHwmOnMaximalIsr, BugKeepUncleanInElr, BugBalancedFixedReplies,
+    BugLastKnownElrLiteral = TRUE,
     BugSkipElrRule = "1"                             -> the matching planted bug (recorded as
                                                         the run's bug: trace header, trace
                                                         id, manifest `planted_bug`)
@@ -34,6 +35,7 @@ SPEC_BUGS: dict[str, str | None] = {
     "BugHwmOnMaximalIsr": B.HWM_ON_MAXIMAL_ISR,
     "BugKeepUncleanInElr": B.UNCLEAN_KEPT_IN_ELR,
     "BugBalancedFixedReplies": B.BALANCED_FIXED_REPLIES,
+    "BugLastKnownElrLiteral": B.LAST_KNOWN_ELR_LITERAL,
     "BugHwmIgnoresMinIsr": None,
     "BugAcceptStaleReplies": None,
     "BugLongestLogIgnoresEpoch": None,

@@ -179,7 +179,9 @@ class Controller:
         p = s.partition
         u = rules.elr_update(p.isr, p.elr, p.last_known_elr, frozenset(proposed), s.eff_min_isr,
                              unclean, self.config.elr_enabled,
-                             clear_at_min_isr=not bug_enabled(self.bug, B.ELR_NOT_CLEARED))
+                             clear_at_min_isr=not bug_enabled(self.bug, B.ELR_NOT_CLEARED),
+                             last_known_elr_literal=bug_enabled(self.bug,
+                                                                B.LAST_KNOWN_ELR_LITERAL))
         return replace(s, partition=p.with_(isr=u.isr, elr=u.elr, last_known_elr=u.last_known_elr))
 
     def _fence(self, s: ControllerState, b: str) -> ControllerState:

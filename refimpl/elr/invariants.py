@@ -15,6 +15,8 @@ the spec's abstract versions (see docs/refimpl-elr.md):
   replica's data is judged only when the controller knows its current incarnation (up and
   registered with the epoch the controller holds).
 * PendingIsrHasLeader, HwmWithinLeaderLog, LogMatching: the brokers' view.
+* CommittedLogOnElectableReplica: within the tolerance some member of ISR / ELR /
+  LastKnownELR (running or not: a crashed broker's last log, spec A4) holds the committed log.
 * Refimpl-only: AckedRecordsOnMinIsr (an acks=all record was on at least min ISR replicas when
   acknowledged), ReplicaHwmMonotonic (a broker's own HWM never goes back within an
   incarnation), RecoveryElectsMostCompleteLastKnownElr (a Balanced unclean recovery elects a
@@ -31,6 +33,7 @@ from .broker import BrokerState
 from .client import ClientState
 from .controller import ControllerState
 from .rules import effective_min_isr
+from .spec_mapping import still_missing
 from .types import AGGRESSIVE, BALANCED, NO_LEADER, ElrConfig, LogEntry
 
 __all__ = ["Snapshot", "ElrMonitor", "INVARIANTS", "tolerated_data_loss_shutdowns"]
@@ -53,6 +56,7 @@ INVARIANTS = (
     "AckedRecordsOnMinIsr",
     "ReplicaHwmMonotonic",
     "RecoveryElectsMostCompleteLastKnownElr",
+    "CommittedLogOnElectableReplica",
 )
 
 
@@ -76,8 +80,11 @@ class Snapshot:
 
     @classmethod
     def of(cls, config: ElrConfig, world: World) -> "Snapshot":
-        n = sum(world.disks.get(b, {}).get("ghost_data_loss_shutdowns", 0)
-                for b in config.brokers)
+        # spec BrokersMissingCommittedData: committed records lost in an unclean restart and
+        # not fetched back (spec_mapping.still_missing)
+        n = sum(1 for b in config.brokers if still_missing(
+            world.disks.get(b, {}).get("ghost_lost_committed", frozenset()),
+            world.states[b].log.entries))
         return cls(config, world.states[config.controller],
                    {b: world.states[b] for b in config.brokers}, dict(world.up),
                    world.states[config.producer], n)
@@ -140,7 +147,9 @@ class ElrMonitor(Monitor):
         self._acks_checked = 0
 
     def within_tolerance(self, snap: Snapshot) -> bool:
-        """Spec `WithinTolerance` (dataLossShutdowns <= ToleratedDataLossShutdowns); with the
+        """Spec `WithinTolerance` (|BrokersMissingCommittedData| <= ToleratedDataLossShutdowns:
+        the brokers that lost committed records in an unclean restart and have not fetched them
+        back); with the
         Aggressive strategy also no unclean recovery yet (Aggressive trades durability for
         availability: KIP-966 "Unclean recovery")."""
         if snap.data_loss_shutdowns > self.tolerated:
@@ -281,6 +290,13 @@ class ElrMonitor(Monitor):
                     bad("ElrMembersHaveDataToHwm",
                         f"ELR member {b} log {log} lacks the records below the HWM "
                         f"{self.committed}")
+        n = len(self.committed)
+        electable = p.isr | p.elr | p.last_known_elr
+        if self.config.elr_enabled and n and not any(
+                snap.brokers[b].log.entries[:n] == self.committed for b in electable):
+            bad("CommittedLogOnElectableReplica",
+                f"no member of ISR/ELR/LastKnownELR {sorted(electable)} holds the committed "
+                f"log {self.committed}")
 
     # ---- unclean recovery ---------------------------------------------------------------
     def _recovery(self, snap: Snapshot, bad) -> None:

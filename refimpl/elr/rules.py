@@ -20,6 +20,7 @@ __all__ = [
     "elr_rule1_applies",
     "elr_after_rule2",
     "last_known_elr_after_rule2",
+    "last_known_elr_literal_6a",
     "elr_update",
     "elr_after_min_isr_change",
     "hwm_min_isr_requirement_met",
@@ -86,18 +87,33 @@ def last_known_elr_after_rule2(isr: frozenset[str], elr: frozenset[str],
     return ((frozenset(last_known_elr) | elr | isr) - proposed_isr) - new_elr
 
 
+def last_known_elr_literal_6a(elr: frozenset[str], last_known_elr: frozenset[str],
+                              proposed_isr: frozenset[str],
+                              new_elr: frozenset[str]) -> frozenset[str]:
+    """KIP-966 "Other behaviors" 6a read literally: only ELR members that leave the ELR join
+    the LastKnownELR.  NOT the rule the refimpl uses: an ISR member removed at an unclean
+    registration is then remembered nowhere, and a Balanced recovery may wait for nobody and
+    elect an empty replica (spec finding elr-finding-last-known-elr-literal, docs/spec-elr.md).
+    `elr_update(..., last_known_elr_literal=True)` is the planted bug last-known-elr-literal.
+    Spec: `LastKnownElrLiteral6a` (bug switch BugLastKnownElrLiteral)."""
+    return ((frozenset(last_known_elr) | elr) - proposed_isr) - new_elr
+
+
 def elr_update(isr: frozenset[str], elr: frozenset[str], last_known_elr: frozenset[str],
                proposed_isr: frozenset[str], eff_min_isr: int,
                unclean: frozenset[str] = frozenset(), elr_enabled: bool = True,
-               clear_at_min_isr: bool = True) -> ElrUpdate:
+               clear_at_min_isr: bool = True,
+               last_known_elr_literal: bool = False) -> ElrUpdate:
     """The ELR update of KIP-966 "Controller behaviors" ("ELR update will take a proposed ISR"):
     rule 1, else rules 2a-2c; the LastKnownELR is cleaned when the ISR reaches min ISR ("Other
     behaviors" 6a).  `elr_enabled=False` (eligible.leader.replicas.enabled=false) gives the
     pre-KIP behaviour: no ELR, and the ISR never becomes empty.
     `clear_at_min_isr=False` is the planted bug elr-not-cleared-at-min-isr (rule 1 skipped:
     rule 2 applies whatever the proposed ISR's size, spec skipRule = "1").
+    `last_known_elr_literal=True` is the planted bug last-known-elr-literal (the LastKnownELR
+    by `last_known_elr_literal_6a`, spec literal6a = BugLastKnownElrLiteral).
     Spec: `ElrUpdate(isr, elr, lastKnownElr, proposedIsr, effMinIsr, unclean, elrEnabled,
-    skipRule)`.
+    skipRule, literal6a)`.
     """
     proposed_isr = frozenset(proposed_isr)
     if not elr_enabled:
@@ -106,6 +122,9 @@ def elr_update(isr: frozenset[str], elr: frozenset[str], last_known_elr: frozens
     if elr_rule1_applies(proposed_isr, eff_min_isr) and clear_at_min_isr:
         return ElrUpdate(proposed_isr, frozenset(), frozenset())                   # rule 1
     new_elr = elr_after_rule2(isr, elr, proposed_isr, unclean)                     # rule 2
+    if last_known_elr_literal:
+        return ElrUpdate(proposed_isr, new_elr,
+                         last_known_elr_literal_6a(elr, last_known_elr, proposed_isr, new_elr))
     return ElrUpdate(proposed_isr, new_elr,
                      last_known_elr_after_rule2(isr, elr, last_known_elr, proposed_isr, new_elr))
 

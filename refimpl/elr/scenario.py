@@ -66,6 +66,7 @@ class Cluster:
         return self._world
 
     def _check(self, action: str, node: str | None) -> None:
+        self.adapter.after_step(self.world, node, action)    # the ghosts, as the simulator
         self.violations += self.monitor.check(self.world, action, node)
 
     def _apply(self, node: str, t: Transition | None) -> bool:

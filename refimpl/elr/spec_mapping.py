@@ -46,7 +46,8 @@ from .types import NO_EPOCH, NO_LEADER, ElrConfig, LogEntry
 
 __all__ = ["VARIABLES", "NO_REPLY", "ACTION_MAP", "BOUNDARIES", "STUTTERS", "project",
            "spec_action", "boundary", "spec_params", "message_value", "model_values",
-           "network_action", "acting_leader", "common_prefix_len", "SPEC_ACTIONS",
+           "network_action", "acting_leader", "common_prefix_len", "still_missing",
+           "SPEC_ACTIONS",
            "StateEncoder"]
 
 #: spec/ELR.tla VARIABLES, in its order.
@@ -55,7 +56,7 @@ VARIABLES: tuple[str, ...] = (
     "brokerEpoch", "fenced", "leader", "leaderEpoch", "isr", "elr", "lastKnownElr",
     "lastKnownLeader", "minIsr", "replies",
     "hwm", "pendingIsr", "pendingAcks",
-    "acked", "committedLog", "uncleanShutdowns", "dataLossShutdowns",
+    "acked", "committedLog", "uncleanShutdowns", "lostCommitted",
 )
 
 #: The disjuncts of spec/ELR.tla's Next (the action labels TLC gives its transitions).
@@ -158,6 +159,12 @@ def common_prefix_len(a: tuple, b: tuple) -> int:
     return n
 
 
+def still_missing(lost: frozenset, log: tuple) -> frozenset:
+    """The (0-based offset, entry) pairs of `lost` that `log` does not hold (spec
+    `StillMissing`: a broker that fetched its lost committed records back has caught up)."""
+    return frozenset((o, e) for o, e in lost if not (o < len(log) and log[o] == e))
+
+
 def acting_leader(config: ElrConfig, world) -> Any:
     """The state of the controller's leader if it acts as the leader of the current leader
     epoch (up or, for a crashed one, when it crashed), else None."""
@@ -247,7 +254,9 @@ _PROJECTION: dict[str, Any] = {
     "acked": _acked,
     "committedLog": lambda v: tuple(_record(e) for e in v.committed),
     "uncleanShutdowns": lambda v: sum(v.disk("ghost_unclean_shutdowns", 0)),
-    "dataLossShutdowns": lambda v: sum(v.disk("ghost_data_loss_shutdowns", 0)),
+    "lostCommitted": lambda v: _fn(v, lambda b: frozenset(
+        (o + 1, _record(e)) for o, e in still_missing(
+            v.disks[b].get("ghost_lost_committed", frozenset()), v.w.states[b].log.entries))),
 }
 assert tuple(_PROJECTION) == VARIABLES
 
@@ -258,7 +267,9 @@ def project(config: ElrConfig, world) -> dict[str, Any]:
     consumer-visible log (world.history, kept by the adapter: a newly elected leader starts
     from the part of it it holds, the running leader's HWM rule grows it), `hwm` its length,
     `acked` the acks=all acknowledgements the leaders sent (ghost_acked on their disks),
-    `uncleanShutdowns` / `dataLossShutdowns` counters on the brokers' disks."""
+    `uncleanShutdowns` a counter on the brokers' disks, `lostCommitted` the committed records
+    each broker lost in its last unclean restarts (ghost_lost_committed on its disk) that its
+    log does not hold again."""
     v = _View(config, world)
     return {k: f(v) for k, f in _PROJECTION.items()}
 
@@ -284,7 +295,8 @@ _SOURCES: dict[str, Any] = {
     "pendingAcks": lambda v: (v.live,),
     "acked": lambda v: v.disk("ghost_acked"),
     "uncleanShutdowns": lambda v: v.disk("ghost_unclean_shutdowns", 0),
-    "dataLossShutdowns": lambda v: v.disk("ghost_data_loss_shutdowns", 0),
+    "lostCommitted": lambda v: v.disk("ghost_lost_committed") + tuple(
+        v.w.states[b].log for b in v.brokers),
 }
 _SCALARS = (int, bool, str, type(None))
 
