@@ -1,0 +1,117 @@
+"""The proof harness: an obligation is hypotheses + a goal; z3 proves it when
+hypotheses /\\ ~goal is unsatisfiable.
+
+Every obligation first checks that its hypotheses are satisfiable on their own, so a proof can
+never pass vacuously (contradictory hypotheses would make every goal "proved"); such an
+obligation is reported as `unknown` with the reason.  A satisfiable negation gives a
+counterexample, which the obligation turns into readable values (`show`).  Each obligation
+states what it expects: `proved` for the rules as the KIPs and the spec state them,
+`counterexample` for planted variants (one rule off, as the TLC bug configs do) and for
+findings (a property the rules do not have).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import z3
+
+__all__ = ["Problem", "Obligation", "Result", "check", "PROVED", "COUNTEREXAMPLE", "UNKNOWN",
+           "UNBOUNDED", "named_failures"]
+
+PROVED = "proved"
+COUNTEREXAMPLE = "counterexample"
+UNKNOWN = "unknown"
+UNBOUNDED = "unbounded"
+
+#: per-obligation solver timeout (ms): a safety net, the obligations take well under a second
+DEFAULT_TIMEOUT_MS = 120_000
+
+
+@dataclass
+class Problem:
+    """What z3 is asked: `hypotheses` => And(goal).  `goal` is a list of named conjuncts, so a
+    counterexample says which ones fail; `show` renders a model as readable values."""
+
+    hypotheses: list[z3.BoolRef]
+    goal: list[tuple[str, z3.BoolRef]]
+    show: Callable[[z3.ModelRef], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Obligation:
+    name: str
+    family: str            # "kip595" | "kip966"
+    statement: str         # what is proved, in one sentence
+    expected: str          # PROVED | COUNTEREXAMPLE
+    bound: str             # UNBOUNDED, or the bound and why (e.g. "voters <= 32")
+    build: Callable[[], Problem]
+    spec: str              # the TLA+ operator(s) / action(s) it encodes
+    python: str            # the refimpl function(s) it mirrors
+    kind: str = "rule"     # "rule" | "planted" | "finding"
+    note: str = ""         # for planted variants and findings: what it is and where TLC saw it
+
+
+@dataclass
+class Result:
+    name: str
+    family: str
+    kind: str
+    status: str
+    expected: str
+    bound: str
+    seconds: float
+    counterexample: dict[str, Any] | None = None
+    failed: list[str] = field(default_factory=list)
+    reason: str | None = None
+    statement: str = ""
+    note: str = ""
+
+    @property
+    def as_expected(self) -> bool:
+        return self.status == self.expected
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "family": self.family, "kind": self.kind,
+                "status": self.status, "expected": self.expected,
+                "as_expected": self.as_expected, "bound": self.bound,
+                "seconds": self.seconds, "counterexample": self.counterexample,
+                "failed": self.failed, "reason": self.reason, "statement": self.statement,
+                "note": self.note}
+
+
+def named_failures(model: z3.ModelRef, goal: list[tuple[str, z3.BoolRef]]) -> list[str]:
+    """The names of the goal conjuncts that are false in `model`."""
+    return [n for n, g in goal if z3.is_false(model.eval(g, model_completion=True))]
+
+
+def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
+    """Run one obligation: vacuity check, then the negated goal."""
+    t0 = time.monotonic()
+
+    def result(status: str, **kw: Any) -> Result:
+        return Result(ob.name, ob.family, ob.kind, status, ob.expected, ob.bound,
+                      round(time.monotonic() - t0, 3), statement=ob.statement, note=ob.note,
+                      **kw)
+
+    p = ob.build()
+    s = z3.Solver()
+    s.set("timeout", timeout_ms)
+    s.add(*p.hypotheses)
+    pre = s.check()
+    if pre != z3.sat:
+        return result(UNKNOWN, reason=("the hypotheses are contradictory (the proof would be "
+                                       "vacuous)" if pre == z3.unsat
+                                       else f"z3 could not decide the hypotheses: "
+                                            f"{s.reason_unknown()}"))
+    s.add(z3.Not(z3.And(*[g for _, g in p.goal])))
+    r = s.check()
+    if r == z3.unsat:
+        return result(PROVED)
+    if r == z3.sat:
+        m = s.model()
+        return result(COUNTEREXAMPLE, counterexample=p.show(m), failed=named_failures(m, p.goal))
+    return result(UNKNOWN, reason=f"z3: {s.reason_unknown()}")
