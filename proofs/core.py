@@ -83,9 +83,23 @@ class Result:
                 "note": self.note}
 
 
-def named_failures(model: z3.ModelRef, goal: list[tuple[str, z3.BoolRef]]) -> list[str]:
-    """The names of the goal conjuncts that are false in `model`."""
-    return [n for n, g in goal if z3.is_false(model.eval(g, model_completion=True))]
+def named_failures(model: z3.ModelRef, goal: list[tuple[str, z3.BoolRef]],
+                   solver: z3.Solver | None = None) -> list[str]:
+    """The names of the goal conjuncts that are false in `model`; a conjunct the model cannot
+    evaluate (a quantifier) is named when it can fail on its own (`solver` holds the
+    hypotheses)."""
+    out = []
+    for n, g in goal:
+        val = model.eval(g, model_completion=True)
+        if z3.is_false(val):
+            out.append(n)
+        elif not z3.is_true(val) and solver is not None:
+            solver.push()
+            solver.add(z3.Not(g))
+            if solver.check() == z3.sat:
+                out.append(n)
+            solver.pop()
+    return out
 
 
 def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
@@ -107,11 +121,14 @@ def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
                                        "vacuous)" if pre == z3.unsat
                                        else f"z3 could not decide the hypotheses: "
                                             f"{s.reason_unknown()}"))
+    s.push()
     s.add(z3.Not(z3.And(*[g for _, g in p.goal])))
     r = s.check()
     if r == z3.unsat:
         return result(PROVED)
     if r == z3.sat:
         m = s.model()
-        return result(COUNTEREXAMPLE, counterexample=p.show(m), failed=named_failures(m, p.goal))
+        s.pop()
+        return result(COUNTEREXAMPLE, counterexample=p.show(m),
+                      failed=named_failures(m, p.goal, s))
     return result(UNKNOWN, reason=f"z3: {s.reason_unknown()}")

@@ -37,6 +37,9 @@ class Venn:
         self.size = {r: z3.Int(f"{prefix}|{self._label(r)}") for r in self.regions}
         self.universe: RSet = frozenset(self.regions)
         self.none: RSet = frozenset()
+        # building z3 terms dominates the run time: each distinct set's terms are built once
+        self._card: dict[RSet, z3.ArithRef] = {}
+        self._empty: dict[RSet, z3.BoolRef] = {}
 
     def _label(self, r: int) -> str:
         return "+".join(n for i, n in enumerate(self.names) if r >> i & 1) or "-"
@@ -47,10 +50,15 @@ class Venn:
         return frozenset(r for r in self.regions if r >> i & 1)
 
     def card(self, s: RSet) -> z3.ArithRef:
-        return z3.Sum([self.size[r] for r in sorted(s)]) if s else z3.IntVal(0)
+        if s not in self._card:
+            self._card[s] = z3.Sum([self.size[r] for r in sorted(s)]) if s else z3.IntVal(0)
+        return self._card[s]
 
     def empty(self, s: RSet) -> z3.BoolRef:
-        return z3.And([self.size[r] == 0 for r in sorted(s)]) if s else z3.BoolVal(True)
+        if s not in self._empty:
+            self._empty[s] = (z3.And([self.size[r] == 0 for r in sorted(s)]) if s
+                              else z3.BoolVal(True))
+        return self._empty[s]
 
     def nonempty(self, s: RSet) -> z3.BoolRef:
         return z3.Not(self.empty(s))
