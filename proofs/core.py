@@ -27,6 +27,9 @@ COUNTEREXAMPLE = "counterexample"
 UNKNOWN = "unknown"
 UNBOUNDED = "unbounded"
 
+#: the bounds under which a small counterexample is looked for, in order
+SMALL_BOUNDS = (1, 2, 3, 4, 6, 8)
+
 #: per-obligation solver timeout (ms): a safety net, the obligations take well under a second
 DEFAULT_TIMEOUT_MS = 120_000
 
@@ -39,6 +42,9 @@ class Problem:
     hypotheses: list[z3.BoolRef]
     goal: list[tuple[str, z3.BoolRef]]
     show: Callable[[z3.ModelRef], dict[str, Any]]
+    #: constraints keeping every size and value <= k: a counterexample is searched for under
+    #: growing k first, so the one reported is small and readable
+    small: Callable[[int], list[z3.BoolRef]] | None = None
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,15 @@ def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
         return result(PROVED)
     if r == z3.sat:
         m = s.model()
+        if p.small is not None:
+            for k in SMALL_BOUNDS:
+                s.push()
+                s.add(*p.small(k))
+                if s.check() == z3.sat:
+                    m = s.model()
+                    s.pop()
+                    break
+                s.pop()
         s.pop()
         return result(COUNTEREXAMPLE, counterexample=p.show(m),
                       failed=named_failures(m, p.goal, s))

@@ -392,7 +392,8 @@ def transition_problem(name: str, transition: Callable, goal: str, variant: str 
             for n, g in props:
                 if only is None or n in only:
                     conj.setdefault(n, []).append(z3.Implies(s.guard, g))
-        return Problem(hyp, [(n, z3.And(gs)) for n, gs in conj.items()], _show(cx, steps))
+        return Problem(hyp, [(n, z3.And(gs)) for n, gs in conj.items()], _show(cx, steps),
+                       lambda k: [cx.v.n() <= k, cx.min_isr <= k, cx.new_min_isr <= k])
     return build
 
 

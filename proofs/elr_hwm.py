@@ -45,7 +45,10 @@ def frozen_while_elr(variant: str = "off"):
                        requirement_met(v.card(isr), v.card(maximal), eff, variant), repl)
         hyps = v.well_formed() + [
             v.n() >= 1, m >= 1, hwm >= 0, v.disjoint(isr, elr),
-            z3.Implies(v.nonempty(elr), v.card(isr) < eff)]     # the ELR invariants
+            z3.Implies(v.nonempty(elr), v.card(isr) < eff),     # the ELR invariants
+            v.nonempty(isr),                                     # the leader is in the ISR
+            # an in-flight AlterPartition proposes the ISR plus one replica (ProposeIsrExpand)
+            z3.Or(v.empty(pend), z3.And(v.subset(isr, pend), v.card(pend - isr) == 1))]
 
         def show(mo: z3.ModelRef) -> dict:
             out = v.show(mo, {"isr": isr, "pending_isr": pend, "elr": elr})
@@ -54,7 +57,8 @@ def frozen_while_elr(variant: str = "off"):
                 out[n] = mo.eval(e, model_completion=True).as_long()
             return out
         return Problem(hyps, [("HwmFrozenWhileElrNonEmpty",
-                               z3.Implies(v.nonempty(elr), new == hwm))], show)
+                               z3.Implies(v.nonempty(elr), new == hwm))], show,
+                       lambda k: [v.n() <= k, m <= k, hwm <= k, repl <= k])
     return build
 
 
@@ -89,7 +93,7 @@ def within_maximal_isr(variant: str = "off"):
                     "member_b": {"in_isr": z3.is_true(ev(in_isr(b))),
                                  "in_pending_isr": z3.is_true(ev(in_pend(b))),
                                  "leo": ev(leo(b)).as_long()}}
-        return Problem(hyps, goal, show)
+        return Problem(hyps, goal, show, lambda k: [hwm <= k, repl <= k])
     return build
 
 
@@ -111,7 +115,7 @@ def acks_all(variant: str = "off"):
             return {n: mo.eval(e, model_completion=True).as_long()
                     for n, e in (("offset", off), ("hwm", hwm), ("isr_size", isr_size),
                                  ("min_isr", m), ("replication_factor", rf))}
-        return Problem(hyps, goal, show)
+        return Problem(hyps, goal, show, lambda k: [off <= k, hwm <= k, m <= k, rf <= k])
     return build
 
 

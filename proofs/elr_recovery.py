@@ -34,7 +34,8 @@ def election_order(variant: str = "off"):
                 ("IsrMemberFirst", z3.Implies(v.nonempty(isr & elig), v.subset(c, isr))),
                 ("ElrMemberOnlyWhenIsrEmpty", z3.Implies(v.subset(c, elr), v.empty(isr)))]
         return Problem(hyps, goal, lambda m: v.show(m, {"isr": isr, "elr": elr,
-                                                         "unfenced": elig, "elected": c}))
+                                                         "unfenced": elig, "elected": c}),
+                       lambda k: [v.n() <= k])
     return build
 
 
@@ -64,7 +65,8 @@ def decision(variant: str = "off"):
             out["decision"] = [n for n in DECISIONS
                                if z3.is_true(m.eval(d[n], model_completion=True))]
             return out
-        return Problem(v.well_formed() + [_strategy_ok(s)], goal, show)
+        return Problem(v.well_formed() + [_strategy_ok(s)], goal, show,
+                       lambda k: [v.n() <= k])
     return build
 
 
@@ -85,7 +87,8 @@ def can_elect(variant: str = "off"):
             if variant == "fixed-replies":
                 out["fixed_count"] = m.eval(k, model_completion=True).as_long()
             return out
-        return Problem(v.well_formed() + [_strategy_ok(s), k >= 1, ok], goal, show)
+        return Problem(v.well_formed() + [_strategy_ok(s), k >= 1, ok], goal, show,
+                       lambda b: [v.n() <= b, k <= b])
     return build
 
 
@@ -130,7 +133,8 @@ def recovery_choice(variant: str = "off"):
             return {n: {"lastEpoch": ev(le(x)), "leo": ev(leo(x)),
                         "replied": z3.is_true(m.eval(replied(x), model_completion=True))}
                     for n, x in (("a", a), ("b", b), ("r", r))}
-        return Problem(hyps, goal, show)
+        return Problem(hyps, goal, show, lambda k: [z3.And(le(x) >= 0, le(x) <= k, leo(x) >= 0,
+                                                           leo(x) <= k) for x in (a, b, c, r)])
     return build
 
 
