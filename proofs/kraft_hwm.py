@@ -109,7 +109,9 @@ def quorum_intersection(variant: str = "off"):
         v = Venn("voters", ("H", "V"))
         h, q = v.base("H"), v.base("V")
         need = v.n() / 2 if variant == "majority-off-by-one" else majority(v.n())
-        hyps = v.well_formed() + [v.n() >= 1, v.card(h) >= need, v.card(q) >= need]
+        # the leader holds its own log and a candidate votes for itself: neither set is empty
+        hyps = v.well_formed() + [v.n() >= 1, v.card(h) >= need, v.card(q) >= need,
+                                  v.nonempty(h), v.nonempty(q)]
         return Problem(hyps, [("HoldersMeetEveryQuorum", v.nonempty(h & q))],
                        lambda m: v.show(m, {"holders": h, "vote_quorum": q}),
                        lambda k: [v.n() <= k])

@@ -91,11 +91,12 @@ def prove(only: list[str] = typer.Option(None, "--only", help=(
                               + (f"; fails {', '.join(r['failed'])}" if r["failed"] else "")
                               + ")")
                 if r["note"]:
-                    console.print(f"  {r['note']}")
+                    console.print(f"  {r['note']}", markup=False)
                 if r["reason"]:
                     console.print(f"  reason: {r['reason']}")
                 if r["counterexample"] is not None:
-                    console.print("  " + json.dumps(r["counterexample"]), soft_wrap=True)
+                    console.print("  " + json.dumps(r["counterexample"]), soft_wrap=True,
+                                  markup=False)
         console.print(f"prove: {summary['as_expected']}/{summary['total']} obligations as "
                       f"expected in {summary['seconds']}s  "
                       + ("[green]ok[/]" if summary["ok"] else "[red]NOT OK[/]"))
