@@ -59,6 +59,9 @@ class Obligation:
     python: str            # the refimpl function(s) it mirrors
     kind: str = "rule"     # "rule" | "planted" | "finding"
     note: str = ""         # for planted variants and findings: what it is and where TLC saw it
+    #: for an expected counterexample: the goal conjunct it must break (as a TLC bug config
+    #: names the invariant that must catch it)
+    refutes: str | None = None
 
 
 @dataclass
@@ -75,17 +78,20 @@ class Result:
     reason: str | None = None
     statement: str = ""
     note: str = ""
+    refutes: str | None = None
 
     @property
     def as_expected(self) -> bool:
-        return self.status == self.expected
+        return (self.status == self.expected
+                and (self.refutes is None or self.refutes in self.failed))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "family": self.family, "kind": self.kind,
                 "status": self.status, "expected": self.expected,
                 "as_expected": self.as_expected, "bound": self.bound,
                 "seconds": self.seconds, "counterexample": self.counterexample,
-                "failed": self.failed, "reason": self.reason, "statement": self.statement,
+                "failed": self.failed, "refutes": self.refutes, "reason": self.reason,
+                "statement": self.statement,
                 "note": self.note}
 
 
@@ -132,18 +138,30 @@ def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
     r = s.check()
     if r == z3.unsat:
         return result(PROVED)
-    if r == z3.sat:
+    if r != z3.sat:
+        return result(UNKNOWN, reason=f"z3: {s.reason_unknown()}")
+    m = s.model()
+    s.pop()
+    if ob.refutes is not None:
+        # the counterexample shown is one that breaks the property the variant must break
+        s.push()
+        s.add(z3.Not(dict(p.goal)[ob.refutes]))
+        if s.check() != z3.sat:
+            s.pop()
+            return result(COUNTEREXAMPLE, counterexample=p.show(m),
+                          failed=named_failures(m, p.goal, s), refutes=ob.refutes,
+                          reason=f"refuted, but {ob.refutes} holds")
         m = s.model()
-        if p.small is not None:
-            for k in SMALL_BOUNDS:
-                s.push()
-                s.add(*p.small(k))
-                if s.check() == z3.sat:
-                    m = s.model()
-                    s.pop()
-                    break
+    if p.small is not None:
+        for k in SMALL_BOUNDS:
+            s.push()
+            s.add(*p.small(k))
+            if s.check() == z3.sat:
+                m = s.model()
                 s.pop()
+                break
+            s.pop()
+    if ob.refutes is not None:
         s.pop()
-        return result(COUNTEREXAMPLE, counterexample=p.show(m),
-                      failed=named_failures(m, p.goal, s))
-    return result(UNKNOWN, reason=f"z3: {s.reason_unknown()}")
+    return result(COUNTEREXAMPLE, counterexample=p.show(m),
+                  failed=named_failures(m, p.goal, s), refutes=ob.refutes)

@@ -430,7 +430,7 @@ def obligations() -> list[Obligation]:
             COUNTEREXAMPLE, UNBOUNDED,
             transition_problem("minisr.s", change_min_isr, "invariants",
                                only=("ElrAtMostOneAtMinIsrOne",)),
-            spec="ELR!ChangeMinIsr", python=py, kind="finding",
+            spec="ELR!ChangeMinIsr", python=py, kind="finding", refutes="ElrAtMostOneAtMinIsrOne",
             note="docs/spec-elr.md Findings 1 (elr-finding-min-isr-lowered-leaderless, "
                  "elr-finding-min-isr-lowered-data-loss): the ELR is cleared only when the "
                  "new min ISR <= |ISR|, so a leaderless partition keeps its ELR."),
@@ -441,7 +441,7 @@ def obligations() -> list[Obligation]:
             transition_problem("unfence.nos", unfence_broker, "invariants", assume=no_s,
                                only=("NonEmptyElrImpliesIsrBelowMinIsr",)),
             spec="ELR!UnfenceBroker, ELR!NonEmptyElrImpliesIsrBelowMinIsr", python=py,
-            kind="finding",
+            kind="finding", refutes="NonEmptyElrImpliesIsrBelowMinIsr",
             note="The same violated invariant as TLC's elr-finding-min-isr-lowered-leaderless "
                  "(6 states): ISR {}, ELR {b1,b3}, min ISR lowered to 1, b1 elected from the "
                  "ELR and ELR {b3} stays."),
@@ -462,36 +462,36 @@ def obligations() -> list[Obligation]:
             transition_problem("restart.p1", restart_unclean, "steps",
                                strict_last_known_leader=True),
             spec="ELR!RestartBroker, ELRRules!LastKnownLeaderCandidates", python=py,
-            kind="finding",
+            kind="finding", refutes="UncleanRegistrantRemoved",
             note="docs/spec-elr.md Findings 2 (elr-finding-phase1-last-known-leader -> "
                  "NoAckedRecordLost): the LastKnownLeader may have lost data in its unclean "
                  "shutdown; phase 1 elects it anyway."),
     ]
     planted = [
-        ("skip-rule-1", "1", "fence-broker", "invariants", "BugSkipElrRule = \"1\" "
+        ("NonEmptyElrImpliesIsrBelowMinIsr", "skip-rule-1", "1", "fence-broker", "invariants", "BugSkipElrRule = \"1\" "
          "(elr-bug-skip-rule-1 -> NonEmptyElrImpliesIsrBelowMinIsr); refimpl "
          "elr_update(clear_at_min_isr=False), bug elr-not-cleared-at-min-isr"),
-        ("skip-rule-2a", "2a", "fence-broker", "steps",
+        ("IsrElrDropAllowed", "skip-rule-2a", "2a", "fence-broker", "steps",
          "BugSkipElrRule = \"2a\" (elr-bug-skip-rule-2a -> IsrPlusElrAtLeastMinIsr)"),
-        ("skip-rule-2b", "2b", "fence-broker", "steps",
+        ("IsrElrDropAllowed", "skip-rule-2b", "2b", "fence-broker", "steps",
          "BugSkipElrRule = \"2b\" (elr-bug-skip-rule-2b -> IsrPlusElrAtLeastMinIsr)"),
-        ("skip-rule-2c", "2c", "commit-isr-expand", "invariants",
+        ("ElrIsrDisjoint", "skip-rule-2c", "2c", "commit-isr-expand", "invariants",
          "BugSkipElrRule = \"2c\" (elr-bug-skip-rule-2c -> ElrIsrDisjoint, RF4 / min ISR 3)"),
-        ("unclean-kept-in-elr", "unclean-kept-in-elr", "restart-unclean", "steps",
+        ("UncleanRegistrantRemoved", "unclean-kept-in-elr", "unclean-kept-in-elr", "restart-unclean", "steps",
          "BugKeepUncleanInElr (elr-bug-unclean-kept-in-elr); refimpl bug "
          "unclean-broker-kept-in-elr"),
-        ("leader-from-fenced-elr", "fenced-elr", "unfence-broker", "invariants",
+        ("LeaderUnfenced", "leader-from-fenced-elr", "fenced-elr", "unfence-broker", "invariants",
          "refimpl clean_candidates(allow_fenced_elr=True), bug leader-from-fenced-elr"),
-        ("literal-6a-last-known-elr", "literal-6a", "restart-unclean", "steps",
+        ("LastKnownElrKeepsLeavers", "literal-6a-last-known-elr", "literal-6a", "restart-unclean", "steps",
          "KIP-966 'Other behaviors' 6a read literally: only ELR members that register "
          "uncleanly join the LastKnownELR; an ISR member that does is tracked nowhere, so "
          "Balanced recovery does not wait for it"),
     ]
-    for pname, variant, t, goal, note in planted:
+    for refutes, pname, variant, t, goal, note in planted:
         fn, action = TRANSITIONS[t]
         obs.append(Obligation(
             f"kip966-planted-{pname}", "kip966",
             f"planted variant {pname}: ELR!{action} with the rule changed must be refuted",
             COUNTEREXAMPLE, UNBOUNDED, transition_problem(f"{pname}.{goal}", fn, goal, variant),
-            spec=f"ELR!{action}", python=py, kind="planted", note=note))
+            spec=f"ELR!{action}", python=py, kind="planted", note=note, refutes=refutes))
     return obs

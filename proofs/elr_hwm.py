@@ -130,12 +130,12 @@ def obligations() -> list[Obligation]:
                    "planted: min ISR checked on the maximal ISR", COUNTEREXAMPLE, UNBOUNDED,
                    frozen_while_elr("maximal-isr"), spec="BugHwmOnMaximalIsr",
                    python=f"{PY}.next_high_watermark(bug_use_maximal_isr=True)",
-                   kind="planted", note="elr-bug-hwm-maximal-isr (the KIP's 3-replica "
+                   kind="planted", refutes="HwmFrozenWhileElrNonEmpty", note="elr-bug-hwm-maximal-isr (the KIP's 3-replica "
                                         "example); refimpl bug hwm-on-maximal-isr"),
         Obligation("kip966-planted-hwm-ignores-min-isr", "kip966",
                    "planted: no min ISR requirement (pre-KIP rule)", COUNTEREXAMPLE,
                    UNBOUNDED, frozen_while_elr("ignore-min-isr"), spec="BugHwmIgnoresMinIsr",
-                   python=f"{PY}.hwm_min_isr_requirement_met", kind="planted",
+                   python=f"{PY}.hwm_min_isr_requirement_met", kind="planted", refutes="HwmFrozenWhileElrNonEmpty",
                    note="elr-bug-hwm-ignores-min-isr; no refimpl switch"),
         Obligation("kip966-hwm-within-maximal-isr", "kip966",
                    "The HWM never decreases and only moves to an offset every maximal-ISR "
@@ -145,7 +145,7 @@ def obligations() -> list[Obligation]:
         Obligation("kip966-planted-hwm-committed-isr-only", "kip966",
                    "planted: the HWM is the minimum over the committed ISR only",
                    COUNTEREXAMPLE, UNBOUNDED, within_maximal_isr("committed-only"),
-                   spec="ELR!HwmUpdate", python=f"{PY}.next_high_watermark", kind="planted",
+                   spec="ELR!HwmUpdate", python=f"{PY}.next_high_watermark", kind="planted", refutes="CoveredByEveryMaximalIsrMember",
                    note="encoding-only variant: pending ISR members ignored"),
         Obligation("kip966-acks-all-and-effective-min-isr", "kip966",
                    "acks=all is answered only below the HWM with ISR >= effective min ISR; "
@@ -155,6 +155,6 @@ def obligations() -> list[Obligation]:
         Obligation("kip966-planted-ack-below-min-isr", "kip966",
                    "planted: acks=all answered without the min ISR check", COUNTEREXAMPLE,
                    UNBOUNDED, acks_all("no-min-isr"), spec="ELR!HwmUpdate (acked)",
-                   python=f"{PY}.acks_all_satisfied(check_min_isr=False)", kind="planted",
+                   python=f"{PY}.acks_all_satisfied(check_min_isr=False)", kind="planted", refutes="AckedOnlyAtMinIsr",
                    note="refimpl bug ack-below-min-isr"),
     ]

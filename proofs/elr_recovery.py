@@ -148,7 +148,7 @@ def obligations() -> list[Obligation]:
         Obligation("kip966-planted-leader-from-fenced-elr-order", "kip966",
                    "planted: ELR members elected even when fenced", COUNTEREXAMPLE, UNBOUNDED,
                    election_order("fenced-elr"), spec="ELRRules!CleanCandidates",
-                   python=f"{PY}.clean_candidates(allow_fenced_elr=True)", kind="planted",
+                   python=f"{PY}.clean_candidates(allow_fenced_elr=True)", kind="planted", refutes="CandidateUnfenced",
                    note="refimpl bug leader-from-fenced-elr"),
         Obligation("kip966-recovery-decision", "kip966",
                    "RecoveryDecision picks exactly one decision; only Aggressive acts while "
@@ -159,7 +159,7 @@ def obligations() -> list[Obligation]:
                    "planted: Balanced starts the recovery without waiting for the "
                    "LastKnownELR", COUNTEREXAMPLE, UNBOUNDED, decision("fixed-replies"),
                    spec="ELRRules!RecoveryDecision (bugFixedReplies)",
-                   python=f"{PY}.recovery_decision(bug_fixed_replies=True)", kind="planted",
+                   python=f"{PY}.recovery_decision(bug_fixed_replies=True)", kind="planted", refutes="BalancedWaitsForLastKnownElr",
                    note="BugBalancedFixedReplies (elr-bug-balanced-fixed-replies -> "
                         "NoAckedRecordLost); refimpl bug balanced-fixed-replies"),
         Obligation("kip966-recovery-can-elect", "kip966",
@@ -171,7 +171,7 @@ def obligations() -> list[Obligation]:
                    "rejected alternative)", COUNTEREXAMPLE, UNBOUNDED,
                    can_elect("fixed-replies"), spec="ELRRules!RecoveryCanElect "
                    "(bugFixedReplies)", python=f"{PY}.recovery_can_elect(fixed_replies=k)",
-                   kind="planted", note="elr-bug-balanced-fixed-replies; refimpl bug "
+                   kind="planted", refutes="BalancedHeardEveryLastKnownElr", note="elr-bug-balanced-fixed-replies; refimpl bug "
                                         "balanced-fixed-replies"),
         Obligation("kip966-unclean-recovery-choice", "kip966",
                    "ReplyBetter is a strict order; a best replier has the highest last "
@@ -182,7 +182,7 @@ def obligations() -> list[Obligation]:
                    "planted: unclean recovery compares log end offsets only",
                    COUNTEREXAMPLE, UNBOUNDED, recovery_choice("ignore-epoch"),
                    spec="ELRRules!ReplyBetter (bugIgnoreEpoch)", python=f"{PY}.reply_better",
-                   kind="planted", note="BugLongestLogIgnoresEpoch "
+                   kind="planted", refutes="BestHasHighestEpochThenLongestLog", note="BugLongestLogIgnoresEpoch "
                                         "(elr-bug-longest-log-ignores-epoch -> "
                                         "NoAckedRecordLost); no refimpl switch"),
     ]

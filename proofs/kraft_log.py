@@ -264,7 +264,7 @@ def obligations() -> list[Obligation]:
         Obligation("kip595-planted-vote-longer-log-wins", "kip595",
                    "planted: the longer log wins whatever its last epoch", COUNTEREXAMPLE,
                    UNBOUNDED, vote_order("offset-only"), spec="KRaftLog!IsUpToDate",
-                   python=f"{PY}.is_log_up_to_date", kind="planted",
+                   python=f"{PY}.is_log_up_to_date", kind="planted", refutes="IsLexicographicOrder",
                    note="encoding-only variant (KIP-595 'Vote Request Handling')"),
         Obligation("kip595-end-offset-for-epoch", "kip595",
                    "On logs with non-decreasing epochs refimpl's backward scan gives the "
@@ -276,7 +276,7 @@ def obligations() -> list[Obligation]:
                    "planted: drop the hypothesis that epochs never decrease along a log",
                    COUNTEREXAMPLE, UNBOUNDED, end_offset_matches_spec(False),
                    spec="KRaftLog!EndOffsetForEpoch",
-                   python="refimpl.kraft.log.end_offset_for_epoch", kind="planted",
+                   python="refimpl.kraft.log.end_offset_for_epoch", kind="planted", refutes="EndOffsetAgrees",
                    note="shows the hypothesis is needed: the two definitions differ on a "
                         "log whose epochs go down"),
         Obligation("kip595-fetch-valid-position-is-prefix", "kip595",
@@ -289,7 +289,7 @@ def obligations() -> list[Obligation]:
                    "planted: DivergingEpoch.EndOffset one too large", COUNTEREXAMPLE,
                    UNBOUNDED, valid_position_is_prefix(off_by_one=True),
                    spec="KRaftLog!DivergingEpochFor",
-                   python=f"{PY}.diverging_epoch(off_by_one=True)", kind="planted",
+                   python=f"{PY}.diverging_epoch(off_by_one=True)", kind="planted", refutes="ValidPositionIsPrefix",
                    note="refimpl bug diverging-epoch-off-by-one"),
         Obligation("kip595-diverging-epoch-truncation", "kip595",
                    "Under log matching, the truncation to DivergingEpoch strictly shortens "
@@ -302,7 +302,7 @@ def obligations() -> list[Obligation]:
                    "After one DivergingEpoch truncation the logs need not agree up to the "
                    "truncation point", COUNTEREXAMPLE, UNBOUNDED, agreement_point(),
                    spec="KRaftLog!TruncateToDivergence",
-                   python=f"{PY}.diverging_epoch, truncation_offset", kind="finding",
+                   python=f"{PY}.diverging_epoch, truncation_offset", kind="finding", refutes="AgreeUpToTruncation",
                    note="Not a bug: (epoch, end offset) bounds what is known to diverge; when "
                         "the follower's log holds an epoch the leader never had, a second "
                         "Fetch round truncates further (docs/proofs.md)."),

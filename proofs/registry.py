@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 
 from . import elr_controller, elr_hwm, elr_recovery, kraft_hwm, kraft_log
-from .core import Obligation
+from .core import COUNTEREXAMPLE, Obligation
 
 __all__ = ["obligations", "select", "UnknownObligation"]
 
@@ -22,6 +22,10 @@ def obligations() -> list[Obligation]:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise RuntimeError(f"duplicate obligation names: {dup}")
+    unnamed = [ob.name for ob in obs if ob.expected == COUNTEREXAMPLE and ob.refutes is None]
+    if unnamed:
+        raise RuntimeError(f"expected counterexamples must name the property they break: "
+                           f"{unnamed}")
     return obs
 
 
