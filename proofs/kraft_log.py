@@ -196,11 +196,17 @@ def truncation(off_by_one: bool = False):
     return build
 
 
-def agreement_point():
-    """The literal claim: after one DivergingEpoch truncation the two logs agree up to it."""
+def agreement_point(epoch_shared: bool = False):
+    """The literal claim: after one DivergingEpoch truncation the two logs agree up to it;
+    with `epoch_shared`, only when the follower's log has a record of DivergingEpoch.Epoch (or
+    that epoch is 0: truncation to the empty log)."""
     def build() -> Problem:
         ld, fl, f, hyps, show = _two_logs()
         i = z3.Int("i")
+        if epoch_shared:
+            w = z3.Int("w")
+            hyps = hyps + [z3.Or(f.div_epoch == 0,
+                                 z3.And(0 <= w, w < fl.length, fl.epoch[w] == f.div_epoch))]
         agree = z3.ForAll([i], z3.Implies(
             z3.And(0 <= i, i < f.truncate_to),
             z3.And(ld.epoch[i] == fl.epoch[i], ld.value[i] == fl.value[i])))
@@ -298,12 +304,19 @@ def obligations() -> list[Obligation]:
                    PROVED, UNBOUNDED, truncation(),
                    spec="KRaftLog!DivergingEpochFor, TruncateToDivergence",
                    python=f"{PY}.diverging_epoch, truncation_offset"),
+        Obligation("kip595-diverging-epoch-agreement-point", "kip595",
+                   "Under log matching, when the follower's log has a record of "
+                   "DivergingEpoch.Epoch, the logs agree up to the truncation point",
+                   PROVED, UNBOUNDED, agreement_point(epoch_shared=True),
+                   spec="KRaftLog!DivergingEpochFor, TruncateToDivergence",
+                   python=f"{PY}.diverging_epoch, truncation_offset"),
         Obligation("kip595-finding-diverging-epoch-one-round", "kip595",
                    "After one DivergingEpoch truncation the logs need not agree up to the "
                    "truncation point", COUNTEREXAMPLE, UNBOUNDED, agreement_point(),
                    spec="KRaftLog!TruncateToDivergence",
                    python=f"{PY}.diverging_epoch, truncation_offset", kind="finding", refutes="AgreeUpToTruncation",
-                   note="Not a bug: (epoch, end offset) bounds what is known to diverge; when "
-                        "the follower's log holds an epoch the leader never had, a second "
-                        "Fetch round truncates further (docs/proofs.md)."),
+                   note="Not a bug: (epoch, end offset) bounds what is known to diverge. When "
+                        "the follower has no record of DivergingEpoch.Epoch, the records it "
+                        "keeps may still differ from the leader's and a second Fetch round "
+                        "truncates further (docs/proofs.md)."),
     ]

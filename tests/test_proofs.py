@@ -115,3 +115,13 @@ def test_cli_selects_families_and_globs():
     assert names and all(n.startswith("kip966-planted-") for n in names)
     res = runner.invoke(app, ["prove", "--list", "--json", "--only", "kip595"])
     assert {o["family"] for o in json.loads(res.stdout)} == {"kip595"}
+
+
+def test_demo_proofs_stage_reports_every_obligation():
+    from kraftcheck.commands.demo import _stage_proofs
+    s = _stage_proofs(False)
+    assert s["ok"] and s["stage"] == "proofs" and not s["not_as_expected"]
+    assert s["total"] == len(OBLIGATIONS) == s["as_expected"]
+    assert s["counts"] == {"proved": sum(o.expected == PROVED for o in OBLIGATIONS),
+                           "counterexample": sum(o.expected == COUNTEREXAMPLE
+                                                 for o in OBLIGATIONS)}
