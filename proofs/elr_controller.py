@@ -462,7 +462,7 @@ def obligations() -> list[Obligation]:
             transition_problem("restart.p1", restart_unclean, "steps",
                                strict_last_known_leader=True),
             spec="ELR!RestartBroker, ELRRules!LastKnownLeaderCandidates", python=py,
-            kind="finding", refutes="UncleanRegistrantRemoved",
+            kind="finding", refutes="LastKnownElrKeepsLeavers",
             note="docs/spec-elr.md Findings 2 (elr-finding-phase1-last-known-leader -> "
                  "NoAckedRecordLost): the LastKnownLeader may have lost data in its unclean "
                  "shutdown; phase 1 elects it anyway."),
