@@ -103,10 +103,14 @@ def strengthening(cx: Ctx, s: St) -> list[tuple[str, z3.BoolRef]]:
       which keeps NonEmptyElrImpliesIsrBelowMinIsr only if E - {c} is empty or min ISR > 1; so
       while the effective min ISR is 1 the ELR has at most one member.
     * LeaderlessOnlyWithoutCandidate: every controller step runs the election, so a partition
-      is leaderless only while it has no candidate (ELR!ElectionOutcomes)."""
+      is leaderless only while it has no candidate (ELR!ElectionOutcomes).
+    * LastKnownLeaderOnlyWhileLeaderless: the LastKnownLeader is recorded when the ISR
+      empties and cleaned by every election ("Other behaviors" 7b, 7c)."""
     v = cx.v
     eligible = v.universe - s.fenced
     return [("ElrAtMostOneAtMinIsrOne", z3.Implies(cx.eff(s) == 1, v.card(s.elr) <= 1)),
+            ("LastKnownLeaderOnlyWhileLeaderless",
+             z3.Implies(v.nonempty(s.leader), v.empty(s.lkl))),
             ("LeaderlessOnlyWithoutCandidate",
              z3.Implies(v.empty(s.leader),
                         z3.And(no_clean_candidate(v, s.isr, s.elr, eligible),
@@ -366,7 +370,8 @@ def _show(cx: Ctx, steps: list[Step]) -> Callable[[z3.ModelRef], dict]:
 
 def transition_problem(name: str, transition: Callable, goal: str, variant: str = "off",
                        assume: tuple[str, ...] = ("ElrAtMostOneAtMinIsrOne",
-                                                  "LeaderlessOnlyWithoutCandidate"),
+                                                  "LeaderlessOnlyWithoutCandidate",
+                                                  "LastKnownLeaderOnlyWhileLeaderless"),
                        only: tuple[str, ...] | None = None,
                        strict_last_known_leader: bool = False,
                        extra: Callable[[Ctx], list[z3.BoolRef]] | None = None
@@ -403,14 +408,15 @@ def obligations() -> list[Obligation]:
           "clean_candidates, last_known_leader_candidates, elect_outcome, recovery_decision")
     inv_names = ("ElrIsrDisjoint, NonEmptyElrImpliesIsrBelowMinIsr, LastKnownElrDisjoint, "
                  "FencedNotInIsr, LeaderInIsr, LeaderUnfenced")
-    no_s = ("LeaderlessOnlyWithoutCandidate",)
+    no_s = ("LeaderlessOnlyWithoutCandidate", "LastKnownLeaderOnlyWhileLeaderless")
     for t, (fn, action) in TRANSITIONS.items():
         lowering = t == "change-min-isr"
         obs.append(Obligation(
             f"kip966-{t}-preserves-invariants", "kip966",
             f"ELR!{action} preserves {inv_names} and the strengthening "
-            + ("LeaderlessOnlyWithoutCandidate" if lowering
-               else "ElrAtMostOneAtMinIsrOne /\\ LeaderlessOnlyWithoutCandidate"),
+            + ("LeaderlessOnlyWithoutCandidate /\\ LastKnownLeaderOnlyWhileLeaderless"
+               if lowering else "ElrAtMostOneAtMinIsrOne /\\ LeaderlessOnlyWithoutCandidate "
+               "/\\ LastKnownLeaderOnlyWhileLeaderless"),
             PROVED, UNBOUNDED,
             transition_problem(f"{t}.inv", fn, "invariants",
                                only=None if not lowering else tuple(
