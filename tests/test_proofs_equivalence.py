@@ -132,6 +132,15 @@ def test_leader_high_watermark(offs, start, cur, check, half):
     assert z3.simplify(kraft_hwm.majority(z3.IntVal(n))).as_long() == kr.majority(n)
 
 
+@given(st.lists(st.integers(0, 9), max_size=9), st.integers(-1, 10))
+def test_majority_replicated_offset(offs, quorum):
+    s = z3.Array("s", z3.IntSort(), z3.IntSort())
+    got = kraft_hwm.majority_replicated_offset(s, z3.IntVal(len(offs)), z3.IntVal(quorum))
+    srt = sorted(offs, reverse=True)
+    want = kr.majority_replicated_offset(offs, quorum)
+    assert forced([s[i] == x for i, x in enumerate(srt)], got, want)
+
+
 @given(ints, ints, ints, st.booleans())
 def test_follower_high_watermark(cur, lh, end, capped):
     got = kraft_hwm.follower_high_watermark(z3.IntVal(cur), z3.IntVal(lh), z3.IntVal(end),
