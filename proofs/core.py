@@ -142,9 +142,10 @@ def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
         return result(UNKNOWN, reason=f"z3: {s.reason_unknown()}")
     m = s.model()
     s.pop()
+    # the counterexample shown breaks the property the obligation must break (the whole goal
+    # when none is named); it is searched again under small bounds to be readable
+    s.push()
     if ob.refutes is not None:
-        # the counterexample shown is one that breaks the property the variant must break
-        s.push()
         s.add(z3.Not(dict(p.goal)[ob.refutes]))
         if s.check() != z3.sat:
             s.pop()
@@ -152,6 +153,8 @@ def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
                           failed=named_failures(m, p.goal, s), refutes=ob.refutes,
                           reason=f"refuted, but {ob.refutes} holds")
         m = s.model()
+    else:
+        s.add(z3.Not(z3.And(*[g for _, g in p.goal])))
     if p.small is not None:
         for k in SMALL_BOUNDS:
             s.push()
@@ -161,7 +164,6 @@ def check(ob: Obligation, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> Result:
                 s.pop()
                 break
             s.pop()
-    if ob.refutes is not None:
-        s.pop()
+    s.pop()
     return result(COUNTEREXAMPLE, counterexample=p.show(m),
                   failed=named_failures(m, p.goal, s), refutes=ob.refutes)

@@ -105,18 +105,34 @@ def strengthening(cx: Ctx, s: St) -> list[tuple[str, z3.BoolRef]]:
     * LeaderlessOnlyWithoutCandidate: every controller step runs the election, so a partition
       is leaderless only while it has no candidate (ELR!ElectionOutcomes).
     * LastKnownLeaderOnlyWhileLeaderless: the LastKnownLeader is recorded when the ISR
-      empties and cleaned by every election ("Other behaviors" 7b, 7c)."""
+      empties and cleaned by every election ("Other behaviors" 7b, 7c).
+    * LastKnownElrEmptyAtMinIsr: "The LastKnownELR will be cleaned when ISR reaches the min
+      ISR" ("Other behaviors" 6a): while the ISR meets min ISR the LastKnownELR is empty.
+    * NoLastKnownElrBesideElrAtMinIsrOne: with effective min ISR 1 an ELR member and a
+      LastKnownELR member never coexist (else the ELR election, ISR := {c}, would reach min ISR
+      with a LastKnownELR left)."""
     v = cx.v
     eligible = v.universe - s.fenced
     return [("ElrAtMostOneAtMinIsrOne", z3.Implies(cx.eff(s) == 1, v.card(s.elr) <= 1)),
             ("LastKnownLeaderOnlyWhileLeaderless",
              z3.Implies(v.nonempty(s.leader), v.empty(s.lkl))),
+            ("LastKnownElrEmptyAtMinIsr",
+             z3.Implies(v.card(s.isr) >= cx.eff(s), v.empty(s.lke))),
+            ("NoLastKnownElrBesideElrAtMinIsrOne",
+             z3.Implies(z3.And(cx.eff(s) == 1, v.nonempty(s.elr)), v.empty(s.lke))),
             ("LeaderlessOnlyWithoutCandidate",
              z3.Implies(v.empty(s.leader),
                         z3.And(no_clean_candidate(v, s.isr, s.elr, eligible),
                                z3.Not(last_known_leader_candidate(
                                    v, s.isr, s.elr, s.lkl, eligible, cx.strategy,
                                    cx.manager)))))]
+
+
+STRENGTHENINGS = ("LeaderlessOnlyWithoutCandidate", "LastKnownLeaderOnlyWhileLeaderless",
+                  "LastKnownElrEmptyAtMinIsr", "ElrAtMostOneAtMinIsrOne",
+                  "NoLastKnownElrBesideElrAtMinIsrOne")
+#: the strengthenings that lowering min ISR to 1 breaks (the min-ISR-lowering finding)
+MIN_ISR_ONE = ("ElrAtMostOneAtMinIsrOne", "NoLastKnownElrBesideElrAtMinIsrOne")
 
 
 def step_properties(cx: Ctx, pre: St, st: Step,
@@ -369,9 +385,7 @@ def _show(cx: Ctx, steps: list[Step]) -> Callable[[z3.ModelRef], dict]:
 
 
 def transition_problem(name: str, transition: Callable, goal: str, variant: str = "off",
-                       assume: tuple[str, ...] = ("ElrAtMostOneAtMinIsrOne",
-                                                  "LeaderlessOnlyWithoutCandidate",
-                                                  "LastKnownLeaderOnlyWhileLeaderless"),
+                       assume: tuple[str, ...] | None = None,
                        only: tuple[str, ...] | None = None,
                        strict_last_known_leader: bool = False,
                        extra: Callable[[Ctx], list[z3.BoolRef]] | None = None
@@ -386,7 +400,8 @@ def transition_problem(name: str, transition: Callable, goal: str, variant: str 
         hyps, steps = transition(cx, variant)
 
         def inv(s: St) -> list[tuple[str, z3.BoolRef]]:
-            return invariants(cx, s) + [(n, g) for n, g in strengthening(cx, s) if n in assume]
+            return invariants(cx, s) + [(n, g) for n, g in strengthening(cx, s)
+                                        if assume is None or n in assume]
 
         hyp = (cx.hyps + hyps + [g for _, g in inv(cx.pre)]
                + [z3.Or([s.guard for s in steps])] + (extra(cx) if extra else []))
@@ -402,21 +417,76 @@ def transition_problem(name: str, transition: Callable, goal: str, variant: str 
     return build
 
 
+def init_problem() -> Problem:
+    """ELR!Init: ISR = every replica, ELR = LastKnownELR = {}, some replica leads, nobody is
+    fenced, no LastKnownLeader, any min ISR."""
+    cx = Ctx("init")
+    v, p = cx.v, cx.pre
+    hyps = cx.hyps + [v.eq(p.isr, v.universe), v.empty(p.elr), v.empty(p.lke),
+                      v.card(p.leader) == 1, v.empty(p.lkl), v.empty(p.fenced)]
+    return Problem(hyps, invariants(cx, p) + strengthening(cx, p),
+                   lambda m: v.show(m, {"isr": p.isr, "leader": p.leader}),
+                   lambda k: [v.n() <= k, cx.min_isr <= k])
+
+
+def refimpl_fence_problem(assume: tuple[str, ...]) -> Callable[[], Problem]:
+    """refimpl/elr/controller.py `Controller._fence(s, b)` (not a pure rule function, so it is
+    encoded here from the code) against the spec's FenceBroker before the election: the
+    refimpl always runs the ELR update with ISR - {b}; the spec's RemovalState only when b is
+    in the ISR.  The LastKnownLeader: refimpl records b when the ISR was exactly {b}; the spec
+    (LastKnownLeaderAfter) the old ISR when the new one is empty."""
+    def build() -> Problem:
+        cx = Ctx("refimpl-fence")
+        v, p, x = cx.v, cx.pre, cx.x
+        hyps = cx.hyps + [v.disjoint(x, p.fenced)] + [
+            g for n, g in invariants(cx, p) + strengthening(cx, p)
+            if n not in STRENGTHENINGS or n in assume]
+        spec = removal_state(cx, p, NONE_SET, "off")
+        ref = elr_update(v, p.isr, p.elr, p.lke, p.isr - x, cx.eff(p), NONE_SET, "off")
+        same = []
+        for sc in spec:
+            for rc in ref:
+                a, b = sc.value, rc.value
+                spec_lkl_set = z3.And(v.empty(a.isr), v.nonempty(p.isr))
+                ref_lkl_set = v.eq(p.isr, x)
+                same.append(z3.Implies(z3.And(sc.guard, rc.guard), z3.And(
+                    v.eq(a.isr, b.isr), v.eq(a.elr, b.elr), v.eq(a.lke, b.lke),
+                    spec_lkl_set == ref_lkl_set)))
+
+        def show(m: z3.ModelRef) -> dict:
+            ev = lambda e: m.eval(e, model_completion=True)  # noqa: E731
+            out = {"replication_factor": ev(v.n()).as_long(), "min_isr": ev(p.min_isr).as_long(),
+                   "before": v.show(m, {"isr": p.isr, "elr": p.elr, "lastKnownElr": p.lke,
+                                        "leader": p.leader, "fenced": p.fenced}),
+                   "fenced_broker": v.show(m, {"b": x})["b"]}
+            for name, cases in (("spec", spec), ("refimpl", ref)):
+                for c in cases:
+                    if z3.is_true(ev(c.guard)):
+                        out[name] = v.show(m, {"isr": c.value.isr, "elr": c.value.elr,
+                                               "lastKnownElr": c.value.lke})
+            return out
+        return Problem(hyps, [("RefimplFenceMatchesSpec", z3.And(same))], show,
+                       lambda k: [v.n() <= k, cx.min_isr <= k])
+    return build
+
+
 def obligations() -> list[Obligation]:
     obs: list[Obligation] = []
     py = ("refimpl.elr.rules: elr_update, elr_after_rule2, last_known_elr_after_rule2, "
           "clean_candidates, last_known_leader_candidates, elect_outcome, recovery_decision")
     inv_names = ("ElrIsrDisjoint, NonEmptyElrImpliesIsrBelowMinIsr, LastKnownElrDisjoint, "
                  "FencedNotInIsr, LeaderInIsr, LeaderUnfenced")
-    no_s = ("LeaderlessOnlyWithoutCandidate", "LastKnownLeaderOnlyWhileLeaderless")
+    no_s = tuple(n for n in STRENGTHENINGS if n not in MIN_ISR_ONE)
+    obs.append(Obligation(
+        "kip966-init-satisfies-invariants", "kip966",
+        "ELR!Init satisfies the invariants and every strengthening (the base case of the "
+        "induction)", PROVED, UNBOUNDED, init_problem, spec="ELR!Init", python="-"))
     for t, (fn, action) in TRANSITIONS.items():
         lowering = t == "change-min-isr"
         obs.append(Obligation(
             f"kip966-{t}-preserves-invariants", "kip966",
-            f"ELR!{action} preserves {inv_names} and the strengthening "
-            + ("LeaderlessOnlyWithoutCandidate /\\ LastKnownLeaderOnlyWhileLeaderless"
-               if lowering else "ElrAtMostOneAtMinIsrOne /\\ LeaderlessOnlyWithoutCandidate "
-               "/\\ LastKnownLeaderOnlyWhileLeaderless"),
+            f"ELR!{action} preserves {inv_names} and the strengthenings "
+            + ", ".join(no_s if lowering else STRENGTHENINGS),
             PROVED, UNBOUNDED,
             transition_problem(f"{t}.inv", fn, "invariants",
                                only=None if not lowering else tuple(
@@ -432,10 +502,11 @@ def obligations() -> list[Obligation]:
         Obligation(
             "kip966-finding-min-isr-lowered", "kip966",
             "ELR!ChangeMinIsr does not preserve ElrAtMostOneAtMinIsrOne: lowering min ISR to "
-            "1 while the ISR is empty keeps an ELR of two or more",
+            "1 while the ISR is empty keeps an ELR of two or more (or an ELR beside a "
+            "LastKnownELR)",
             COUNTEREXAMPLE, UNBOUNDED,
             transition_problem("minisr.s", change_min_isr, "invariants",
-                               only=("ElrAtMostOneAtMinIsrOne",)),
+                               only=MIN_ISR_ONE),
             spec="ELR!ChangeMinIsr", python=py, kind="finding", refutes="ElrAtMostOneAtMinIsrOne",
             note="docs/spec-elr.md Findings 1 (elr-finding-min-isr-lowered-leaderless, "
                  "elr-finding-min-isr-lowered-data-loss): the ELR is cleared only when the "
@@ -472,6 +543,31 @@ def obligations() -> list[Obligation]:
             note="docs/spec-elr.md Findings 2 (elr-finding-phase1-last-known-leader -> "
                  "NoAckedRecordLost): the LastKnownLeader may have lost data in its unclean "
                  "shutdown; phase 1 elects it anyway."),
+    ]
+    obs += [
+        Obligation(
+            "kip966-refimpl-fence-matches-spec", "kip966",
+            "refimpl's fencing (the ELR update with ISR - {b} even when b is not in the ISR) "
+            "gives the spec's RemovalState / LastKnownLeaderAfter on every state satisfying "
+            "the invariants and strengthenings", PROVED, UNBOUNDED,
+            refimpl_fence_problem(STRENGTHENINGS),
+            spec="ELR!FenceBroker, ELR!RemovalState, ELR!LastKnownLeaderAfter",
+            python="refimpl.elr.controller.Controller._fence"),
+        Obligation(
+            "kip966-finding-refimpl-fence-after-min-isr-lowered", "kip966",
+            "After min ISR is lowered, refimpl's fencing of a replica outside the ISR cleans "
+            "the LastKnownELR where the spec keeps it", COUNTEREXAMPLE, UNBOUNDED,
+            refimpl_fence_problem(tuple(n for n in STRENGTHENINGS
+                                        if n not in MIN_ISR_ONE
+                                        and n != "LastKnownElrEmptyAtMinIsr")),
+            spec="ELR!FenceBroker, ELR!RemovalState",
+            python="refimpl.elr.controller.Controller._fence", kind="finding",
+            refutes="RefimplFenceMatchesSpec",
+            note="A refimpl / spec divergence reachable only through the min-ISR-lowering "
+                 "finding: ISR {} / ELR {c} / LastKnownELR {d} at min ISR 2, min ISR lowered "
+                 "to 1 (ELR kept), c elected (ISR {c} reaches min ISR, LastKnownELR {d} "
+                 "stays); fencing any replica outside the ISR then runs rule 1 in the refimpl "
+                 "(LastKnownELR cleaned) but no ELR update in the spec."),
     ]
     planted = [
         ("NonEmptyElrImpliesIsrBelowMinIsr", "skip-rule-1", "1", "fence-broker", "invariants", "BugSkipElrRule = \"1\" "

@@ -39,7 +39,9 @@ def test_the_catalog_covers_the_issue():
     assert {o.name for o in kinds["finding"]} == {
         "kip595-finding-diverging-epoch-one-round", "kip966-finding-min-isr-lowered",
         "kip966-finding-elr-election-after-min-isr-lowered",
-        "kip966-finding-phase1-last-known-leader"}
+        "kip966-finding-phase1-last-known-leader",
+        "kip966-finding-refimpl-fence-after-min-isr-lowered"}
+    assert {"kip966-init-satisfies-invariants", "kip966-refimpl-fence-matches-spec"} <= names
     for t in ("shrink-isr", "commit-isr-expand", "fence-broker", "unfence-broker",
               "restart-clean", "restart-unclean", "change-min-isr", "unclean-election"):
         assert {f"kip966-{t}-preserves-invariants", f"kip966-{t}-step-properties"} <= names
