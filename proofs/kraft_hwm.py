@@ -108,11 +108,17 @@ def quorum_intersection(variant: str = "off"):
     def build() -> Problem:
         v = Venn("voters", ("H", "V"))
         h, q = v.base("H"), v.base("V")
-        need = v.n() / 2 if variant == "majority-off-by-one" else majority(v.n())
+        n = v.n()
+        if variant == "majority-off-by-one":
+            is_quorum = lambda s: v.card(s) >= n / 2   # noqa: E731
+        else:   # spec KRaft!IsVoterMajority / IsElectionQuorum: 2 |S| > |Voters|
+            is_quorum = lambda s: v.card(s) * 2 > n    # noqa: E731
         # the leader holds its own log and a candidate votes for itself: neither set is empty
-        hyps = v.well_formed() + [v.n() >= 1, v.card(h) >= need, v.card(q) >= need,
+        hyps = v.well_formed() + [n >= 1, is_quorum(h), is_quorum(q),
                                   v.nonempty(h), v.nonempty(q)]
-        return Problem(hyps, [("HoldersMeetEveryQuorum", v.nonempty(h & q))],
+        return Problem(hyps, [("HoldersMeetEveryQuorum", v.nonempty(h & q)),
+                              ("RefimplMajorityIsSpecMajority",
+                               (v.card(h) >= majority(n)) == (v.card(h) * 2 > n))],
                        lambda m: v.show(m, {"holders": h, "vote_quorum": q}),
                        lambda k: [v.n() <= k])
     return build
@@ -137,7 +143,7 @@ def obligations() -> list[Obligation]:
                    "The leader's HWM (majority offset with the current-epoch rule) only "
                    "moves forward, to an offset a majority of the voters holds, past the "
                    "current epoch's start offset", PROVED, UNBOUNDED, leader_hwm(),
-                   spec="KRaftLog!MajorityOffset, KRaft leader HWM",
+                   spec="KRaftLog!MajorityOffset, KRaft!NewHighWatermark",
                    python=f"{PY}.majority_replicated_offset, leader_high_watermark"),
         Obligation("kip595-planted-hwm-no-current-epoch-check", "kip595",
                    "planted: no current-epoch rule", COUNTEREXAMPLE, UNBOUNDED,
@@ -153,20 +159,21 @@ def obligations() -> list[Obligation]:
         Obligation("kip595-hwm-later-fetch-state", "kip595",
                    "A HWM computed from any later fetch state never decreases the old one",
                    PROVED, UNBOUNDED, hwm_later_fetch_state(),
-                   spec="KRaft leader HWM", python=f"{PY}.leader_high_watermark"),
+                   spec="KRaft!NewHighWatermark", python=f"{PY}.leader_high_watermark"),
         Obligation("kip595-hwm-holders-meet-every-vote-quorum", "kip595",
-                   "A majority holding the HWM and any majority of voters intersect",
+                   "A majority holding the HWM and any majority of voters intersect; "
+                   "refimpl's majority(n) = n // 2 + 1 is the spec's 2 |S| > n",
                    PROVED, UNBOUNDED, quorum_intersection(),
-                   spec="KRaft IsQuorum", python=f"{PY}.majority"),
+                   spec="KRaft!IsVoterMajority, IsElectionQuorum", python=f"{PY}.majority"),
         Obligation("kip595-planted-half-quorum", "kip595",
                    "planted: quorums of n // 2 voters", COUNTEREXAMPLE, UNBOUNDED,
-                   quorum_intersection("majority-off-by-one"), spec="KRaft IsQuorum",
+                   quorum_intersection("majority-off-by-one"), spec="KRaft!IsVoterMajority",
                    python=f"{PY}.majority", kind="planted", refutes="HoldersMeetEveryQuorum",
                    note="refimpl bug majority-off-by-one: two halves of an even voter set "
                         "are disjoint"),
         Obligation("kip595-follower-hwm", "kip595",
                    "A follower's HWM never exceeds its log end and never decreases",
-                   PROVED, UNBOUNDED, follower_hwm(), spec="KRaft follower HWM",
+                   PROVED, UNBOUNDED, follower_hwm(), spec="KRaft!HandleFetchResponse",
                    python=f"{PY}.follower_high_watermark"),
         Obligation("kip595-planted-follower-hwm-uncapped", "kip595",
                    "planted: the follower takes the leader's HWM uncapped", COUNTEREXAMPLE,
