@@ -9,6 +9,8 @@ Stages, each reported in the summary (out/demo/summary.json):
                graph (full-graph mode), the others in neighbourhood mode
   4. stats     the Spark job over the whole corpus and the verdicts: Parquet tables and an
                HTML report with plots (out/demo/stats/report.html)
+  5. proofs    the z3 proofs of the shared rules (`kraftcheck prove`): every obligation must
+               come out as expected (rules proved, planted variants and findings refuted)
 """
 
 from __future__ import annotations
@@ -124,6 +126,17 @@ def _stage_stats(out: Path, show: bool) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+def _stage_proofs(show: bool) -> dict:
+    from kraftcheck.commands.prove import run_proofs
+    s = run_proofs(progress=False)
+    return {"stage": "proofs", "ok": s["ok"], "counts": s["counts"],
+            "as_expected": s["as_expected"], "total": s["total"], "seconds": s["seconds"],
+            "not_as_expected": [r["name"] for r in s["obligations"] if not r["as_expected"]],
+            "obligations": [{k: r[k] for k in ("name", "kind", "status", "expected", "bound",
+                                               "seconds", "refutes")}
+                            for r in s["obligations"]]}
+
+
 def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where outputs go."),
          profile: str = typer.Option("ci", help="TLC profile to run."),
          only: str = typer.Option(None, help="Only TLC configs whose name matches this regex."),
@@ -142,6 +155,7 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
     stages = [_stage_tlc(profile, only, show), _stage_simulate(out, seeds, show)]
     stages.append(_stage_validate(out, show))
     stages.append(_stage_stats(out, show))
+    stages.append(_stage_proofs(show))
     summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
@@ -172,6 +186,14 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                               f"{c.get('edges_visited')}/{c.get('edges')} edges, "
                               f"{c.get('actions_visited')}/{c.get('actions')} actions")
                 console.print(f"stats: {s['seconds']}s  {mark}  report: {s['report']}")
+            elif s["stage"] == "proofs":
+                c = s["counts"]
+                console.print(f"proofs: {s['as_expected']}/{s['total']} z3 obligations as "
+                              f"expected ({c.get('proved', 0)} proved, "
+                              f"{c.get('counterexample', 0)} counterexamples for planted "
+                              f"variants and findings) in {s['seconds']}s  {mark}"
+                              + (f"  not as expected: {', '.join(s['not_as_expected'])}"
+                                 if s["not_as_expected"] else ""))
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
 
