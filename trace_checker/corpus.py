@@ -35,7 +35,8 @@ from trace_checker.codec import Codec
 from trace_checker.diagnose import diagnose
 from trace_checker.fullgraph import load_graph, resolve_entry
 from trace_checker.graph import StateGraph
-from trace_checker.neighbourhood import BOUND_PREFIX, Neighbourhood, NeighbourhoodError
+from trace_checker.neighbourhood import (BOUND_PREFIX, Neighbourhood, NeighbourhoodError,
+                                         TLCOutOfMemory, raised_constants)
 from trace_checker.observe import Observer
 from trace_checker.partial import TraceRun
 from trace_checker.tlagen import Unwritable, value_size
@@ -171,7 +172,8 @@ def _spec_constants(e: ConfigEntry) -> set[str]:
 
 def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, tlc_workers: int,
                          jobs: int, timeout: float, mode: str = "neighbourhood",
-                         extra: dict | None = None, raise_bounds: bool = True
+                         extra: dict | None = None, raise_bounds: bool = True,
+                         status: Callable[[str], None] | None = None
                          ) -> tuple[list[dict], dict]:
     """Verdicts for traces sharing a config (all with the same variables)."""
     extra = extra or {}
@@ -191,22 +193,32 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
                 for vid in range(len(codec.texts[i]))), default=0)
     mvs = set().union(*(t.model_values for t, _ in runs))
     nb = Neighbourhood(base, variables, mvs, size if raise_bounds else -1, chunk=chunk,
-                       workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec)
+                       workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec,
+                       status=status)
     g = nb.graph
     try:
         nb.ensure_initial()
+    except TLCOutOfMemory:
+        raise
     except NeighbourhoodError as e:
         for t, _ in runs:
             results.append(V.out_of_scope(t, mode, str(e), **extra.get(t.path, {})))
         return results, _nb_stats(nb)
-    # Sources known up front: every observed complete state but the last of each trace.
-    sources = []
+    # Sources known up front: every observed complete state but the last of each trace; when
+    # the next state is complete too, TLC only judges that step (a targeted run).
+    sources, targets = [], {}
     for t, keys in runs:
-        for key in keys[:-1]:
+        for key, nxt in zip(keys, keys[1:]):
             if None not in key:
-                sources.append(g.add_state(key))
+                s = g.add_state(key)
+                if None in nxt:
+                    sources.append(s)
+                else:
+                    targets.setdefault(s, set()).add(g.add_state(nxt))
+    nb.expand(targets, targets=targets)
     nb.expand(sources)
     pending = [TraceRun(t, keys, g) for t, keys in runs]
+    failed: list[tuple[TraceRun, str, object]] = []
     while pending:
         need: list[int] = []
         waiting = []
@@ -222,18 +234,24 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
                     continue
                 need.extend(arg)
                 waiting.append(run)
+            elif outcome == "fail" and arg:
+                failed.append((run, outcome, arg))      # diagnosed on full successors below
             else:
                 results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {})))
         if need:
             nb.expand(need)
         pending = waiting
+    nb.expand([c for run, _, _ in failed for c in run.candidates])
+    for run, outcome, arg in failed:
+        results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {})))
     return results, _nb_stats(nb)
 
 
 def _nb_stats(nb: Neighbourhood) -> dict:
     return {"config": nb.base.name, "runs": nb.stats.runs, "failed_runs": nb.stats.failed_runs,
             "tlc_seconds": round(nb.stats.seconds, 2), "states_expanded": nb.stats.states_expanded,
-            "graph_states": len(nb.graph), "raised_constants": nb.overrides}
+            "graph_states": len(nb.graph), "raised_constants": nb.overrides,
+            "targeted_sources": len(nb.graph.targeted)}
 
 
 def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict) -> dict:
@@ -274,15 +292,29 @@ def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | 
     if not phase1 or not any(n.startswith(BOUND_PREFIX) and type(v) is int
                              for n, v in cfg.constants.items()):
         return run(traces, True), stats
-    first = run(traces, False)
+    # a trace whose values already exceed a bound would fail phase 1: straight to phase 2
+    beyond = {t.path for t in traces if raised_constants(cfg, _trace_size(t))}
+    first = run([t for t in traces if t.path not in beyond], False) if len(beyond) < len(traces) else []
     done = [r for r in first if r["verdict"] in ("valid", "malformed")]
-    again = {r["file"] for r in first if r["verdict"] not in ("valid", "malformed")}
+    again = {r["file"] for r in first if r["verdict"] not in ("valid", "malformed")} | beyond
     if again:
         second = run([t for t in traces if t.path in again], True)
         for r in second:
             r["bounds_raised"] = True
         done.extend(second)
     return done, stats
+
+
+def _trace_size(t: Trace) -> int:
+    """The largest quantity in a trace's states (tlagen.value_size); 0 if unreadable (the
+    trace is then judged, and reported, by the phase that reads it)."""
+    codec = Codec(sorted(t.variables))
+    try:
+        Observer(codec, intern=True).keys(t)
+    except TraceMalformed:
+        return 0
+    return max((value_size(codec.value(i, vid)) for i in range(len(codec.variables))
+                for vid in range(len(codec.texts[i]))), default=0)
 
 
 def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntry | None,
@@ -337,7 +369,8 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                     lazy: bool = False, jobs: int = 1, out: str | os.PathLike | None = None, *,
                     manifest_dir: Path | None = None, recheck: bool = True, chunk: int = 4000,
                     tlc_workers: int = 1, timeout: float = 1800, module: str | None = None,
-                    progress: Progress | None = None) -> dict:
+                    progress: Progress | None = None,
+                    status: Callable[[str], None] | None = None) -> dict:
     """Check every trace file under `paths`; returns the corpus summary (JSON-able dict).
 
     graph: a no-symmetry bfs config (manifest name, ConfigEntry, or a .cfg file with `module`)
@@ -350,7 +383,8 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
     t0 = time.monotonic()
     files = collect_files(paths)
     total = len(files)
-    kw = dict(chunk=chunk, tlc_workers=tlc_workers, jobs=max(1, jobs), timeout=timeout)
+    kw = dict(chunk=chunk, tlc_workers=tlc_workers, jobs=max(1, jobs), timeout=timeout,
+              status=status)
     summary: dict = {"mode": "graph" if graph is not None else "neighbourhood"}
     nb_stats: list[dict] = []
     visited: list[list[int]] = []

@@ -56,12 +56,14 @@ def validate(
                                       module=module)
         else:
             with Progress(TextColumn("validate"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
-                task = bar.add_task("traces", total=total)
+                          TimeElapsedColumn(), TextColumn("{task.fields[tlc]}"),
+                          console=err_console, transient=True) as bar:
+                task = bar.add_task("traces", total=total, tlc="")
                 summary = validate_corpus(
                     paths, graph=graph, lazy=lazy, jobs=jobs, out=out, manifest_dir=manifest,
                     recheck=not no_recheck, chunk=chunk, module=module,
-                    progress=lambda done, _total: bar.update(task, completed=done))
+                    progress=lambda done, _total: bar.update(task, completed=done),
+                    status=lambda text: bar.update(task, tlc=text))
     except (ToolchainError, ManifestError, CfgError, GraphBuildError, NeighbourhoodError) as e:
         _fail(str(e), as_json)
     if as_json:
