@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -32,8 +33,10 @@ from kraftcheck.paths import CONFIG_DIR, REPO_ROOT, SPEC_DIR
 from kraftcheck.tlc.cfg import CfgError, parse_cfg
 from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, load_manifest
 from trace_checker.codec import Codec
+from trace_checker.coverage import action_coverage, graph_coverage, spec_actions
 from trace_checker.diagnose import diagnose
 from trace_checker.fullgraph import load_graph, resolve_entry
+from trace_checker.liveness import judge_liveness
 from trace_checker.graph import StateGraph
 from trace_checker.neighbourhood import (BOUND_PREFIX, Neighbourhood, NeighbourhoodError,
                                          TLCOutOfMemory, raised_constants)
@@ -103,7 +106,7 @@ def _check_in_graph(path: str) -> dict:
             r["ambiguity"] = run.ambiguity()
         else:
             r["_path"] = run.path
-        return r
+        return judge_liveness(trace, r)
     r = V.base(trace, "recheck", "graph", left_graph_at_step=k)
     return r
 
@@ -257,7 +260,7 @@ def _nb_stats(nb: Neighbourhood) -> dict:
 def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict) -> dict:
     t = run.trace
     if outcome == "valid":
-        r = V.base(t, "valid", mode, stutters=run.stutters, **extra)
+        r = judge_liveness(t, V.base(t, "valid", mode, stutters=run.stutters, **extra))
     elif outcome == "too_ambiguous":
         return V.out_of_scope(t, mode, f"step {k}: more than {run.max_candidates} candidate "
                               "states (too little is observed)", **extra)
@@ -432,16 +435,10 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                                    "re-checking is off")
                     results.append(r)
         if visited:
-            states = {s for p in visited for s in p}
-            edges = set()
-            for p in visited:
-                for a, b in zip(p, p[1:]):
-                    for aid, d in g.succ[a]:
-                        if d == b:
-                            edges.add((a, g.actions[aid], b))
-            summary["coverage"] = g.coverage(states, edges)
+            summary["coverage"] = graph_coverage(g, visited, spec_actions(entry))
     else:
         results, nb_stats = _lazy(files, manifest_dir, None, progress, 0, total, **kw)
+        summary["coverage"] = _nb_coverage(results, manifest_dir)
     order = {f: i for i, f in enumerate(files)}
     results.sort(key=lambda r: order.get(r["file"], len(order)))
     counts = V.count(results)
@@ -455,6 +452,32 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
     if out is not None:
         _keep_failures(Path(out), results, summary)
     return summary
+
+
+def _nb_coverage(results: list[dict], manifest_dir: Path | None) -> dict | None:
+    """Spec actions the valid traces took / never took (neighbourhood mode), per the actions
+    of the configs they were checked under."""
+    taken: Counter = Counter()
+    actions: dict[tuple, list[str]] = {}
+    entries = None
+    for r in results:
+        if r["verdict"] != "valid":
+            continue
+        try:
+            t = read_trace(r["file"])
+        except TraceMalformed:
+            continue
+        taken.update(s.action for s in t.steps)
+        key = (t.bounds, t.spec_module, t.model_values)
+        if key not in actions:
+            try:
+                entries = entries or _manifest(manifest_dir)
+                actions[key] = spec_actions(resolve_base(t, entries))
+            except (LookupError, ManifestError, CfgError):
+                actions[key] = []
+    if not taken:
+        return None
+    return action_coverage(taken, dict.fromkeys(a for lst in actions.values() for a in lst))
 
 
 def _keep_failures(out: Path, results: list[dict], summary: dict) -> None:

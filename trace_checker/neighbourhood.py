@@ -221,7 +221,8 @@ class Neighbourhood:
             return
         mv = ModelValues(self.mv_names)
         body = "TC_NoStep == TLCGet(\"level\") < 1\n"
-        raw, err = self._run("init", body, self.init_name, "TC_NoStep", mv)
+        raw, err = self._run("init", body, self.init_name, "TC_NoStep", mv,
+                             what=f"initial states ({self.base.name})")
         if raw is None:
             raise NeighbourhoodError(f"cannot compute the initial states of {self.base.name}: {err}")
         self.graph.add_dump(raw, jobs=self.jobs, expand="none", mark_initial=True,

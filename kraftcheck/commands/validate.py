@@ -39,6 +39,7 @@ def validate(
 ) -> None:
     """Check traces against the spec: valid, invalid (with diagnosis), out of scope, malformed."""
     from trace_checker.corpus import collect_files, validate_corpus
+    from trace_checker.coverage import coverage_lines
     from trace_checker.fullgraph import GraphBuildError
     from trace_checker.neighbourhood import NeighbourhoodError
     from trace_checker.verdict import summary_lines
@@ -74,7 +75,7 @@ def validate(
             console.print(f"graph {g['config']}: {g['states']} states, {g['edges']} edges "
                           f"({'cached index' if g['cached'] else 'built'}, "
                           f"{g['load_seconds']}s)")
-        for line in summary_lines(summary, show_valid):
+        for line in summary_lines(summary, show_valid) + coverage_lines(summary):
             console.print(line)
         if out is not None:
             console.print(f"kept failing traces and diagnoses in {out}")

@@ -79,6 +79,7 @@ class KRaftNode:
         self.bug_follower_hwm = bug_enabled(bug, "follower-hwm-uncapped")
         self.bug_vote_ignores_log = bug_enabled(bug, "vote-ignores-log")
         self.bug_majority = bug_enabled(bug, "majority-off-by-one")
+        self.bug_no_fetch_timer = bug_enabled(bug, "follower-fetch-timer-not-armed")
         self.bug_cluster_id_fatal_from_non_leader = bug_enabled(
             bug, "cluster-id-fatal-from-any-replica")
 
@@ -144,7 +145,7 @@ class KRaftNode:
         voter = self._is_voter(s)
         keep: dict[str, SetTimer] = {}
         if s.role is Role.FOLLOWER:
-            if voter:
+            if voter and not self.bug_no_fetch_timer:
                 keep[ELECTION] = SetTimer(ELECTION, cfg.fetch_timeout_ms)
             keep[FETCH] = SetTimer(FETCH, 0)
         elif s.role in (Role.UNATTACHED, Role.VOTED):
@@ -572,7 +573,8 @@ class KRaftNode:
             return Transition(replace(s, fetch_pending=False, fetch_attempt=attempt),
                               "HandleFetchResponse", {"node": s.node_id},
                               timers=pace + (SetTimer(FETCH, backoff),))
-        alive = (SetTimer(ELECTION, self.cfg.fetch_timeout_ms),) if self._is_voter(s) else ()
+        alive = ((SetTimer(ELECTION, self.cfg.fetch_timeout_ms),)
+                 if self._is_voter(s) and not self.bug_no_fetch_timer else ())
         if m.diverging_epoch is not None:
             de, deo = m.diverging_epoch
             log = s.log[:rules.truncation_offset(s.log, de, deo)]
