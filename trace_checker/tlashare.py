@@ -63,7 +63,8 @@ class SharedValues:
                 text = self._ids[(n, vid)] = self.ref(v, f"{where}[{n + 1}]")
             parts.append(text)
         inner = ", ".join(parts)
-        return self._define("state:" + inner, f"<<{inner}>>", force=True)
+        key = "state:" + inner
+        return self._memo.get(key) or self._define(key, f"<<{inner}>>", force=True)
 
     def text(self) -> str:
         return "".join(d + "\n" for d in self.defs)
