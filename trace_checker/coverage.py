@@ -27,9 +27,9 @@ from trace_checker.graph import StateGraph
 
 __all__ = ["spec_actions", "graph_coverage", "action_coverage", "coverage_lines"]
 
-_DEF = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*==", re.M)
+_DEF = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*==", re.M)
 _QUANT = re.compile(r"^\s*\\[EA]\s[^:]*:\s*")
-_HEAD = re.compile(r"^\s*\(?\s*([A-Za-z_][A-Za-z0-9_]*)")
+_APPLY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\((?:[^()]|\([^()]*\))*\))?\s*$", re.S)
 
 
 def _strip_comments(text: str) -> str:
@@ -55,9 +55,31 @@ def _definitions(module: Path, folders: Iterable[Path]) -> dict[str, str]:
         marks = list(_DEF.finditer(text))
         for m, nxt in zip(marks, marks[1:] + [None]):
             body = text[m.end():nxt.start() if nxt else len(text)]
-            body = re.split(r"^-{4,}|^={4,}", body, maxsplit=1, flags=re.M)[0]
+            body = re.split(r"^(?:-{4,}|={4,}|ASSUME|ASSUMPTION|VARIABLES?\b|CONSTANTS?\b|"
+                            r"THEOREM|INSTANCE|LOCAL|RECURSIVE)", body, maxsplit=1,
+                            flags=re.M)[0]
             defs.setdefault(m.group(1), body)
     return defs
+
+
+def _variables(module: Path, folders: Iterable[Path]) -> set[str]:
+    """The state variables declared (VARIABLE / VARIABLES) in `module` and what it EXTENDS."""
+    out: set[str] = set()
+    files = {tla.stem: tla for folder in folders for tla in sorted(folder.glob("*.tla"))}
+    todo, done = [module.stem], set()
+    while todo:
+        name = todo.pop(0)
+        if name in done or name not in files:
+            continue
+        done.add(name)
+        text = _strip_comments(files[name].read_text(encoding="utf-8", errors="replace"))
+        ext = re.search(r"^EXTENDS\s+([^\n]+)", text, re.M)
+        if ext:
+            todo.extend(x.strip() for x in ext.group(1).split(","))
+        for m in re.finditer(r"^VARIABLES?\s+((?:[A-Za-z_][A-Za-z0-9_]*\s*,\s*)*"
+                             r"[A-Za-z_][A-Za-z0-9_]*)", text, re.M):
+            out.update(v.strip() for v in m.group(1).split(","))
+    return out
 
 
 def _disjuncts(body: str) -> list[str]:
@@ -99,26 +121,38 @@ def spec_actions(entry: ConfigEntry) -> list[str]:
         return []
     labels: list[str] = []
     seen: set[str] = set()
+    variables = _variables(entry.module_path, [entry.module_path.parent, SPEC_DIR])
+    memo: dict[str, bool] = {}
+
+    def stateful(expr: str, depth: int = 0) -> bool:
+        """Does `expr` depend on a state variable (through definitions too)?"""
+        for ident in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr)):
+            if ident in variables:
+                return True
+            if ident in defs and depth < 8:
+                if ident not in memo:
+                    memo[ident] = False          # cycles: assume constant
+                    memo[ident] = stateful(defs[ident], depth + 1)
+                if memo[ident]:
+                    return True
+        return False
 
     def walk(name: str) -> None:
+        # TLC's labels: through disjunctions, existential quantifiers over constant sets and
+        # applications of defined operators, the innermost operator whose body is none of these
         if name in seen:
             return
         seen.add(name)
-        parts = _disjuncts(defs[name])
-        if len(parts) == 1 and name != nxt:
-            labels.append(name)
-            return
-        for d in parts:
-            while _QUANT.match(d):
-                d = _QUANT.sub("", d, count=1)
-            m = _HEAD.match(d)
-            if not m:
-                continue
-            head = m.group(1)
-            if head in defs and len(_disjuncts(defs[head])) > 1 and "(" not in d[m.end():m.end() + 1]:
-                walk(head)
-            elif head not in labels:
-                labels.append(head)
+        for d in _disjuncts(defs[name]):
+            q = _QUANT.match(d)
+            while q and not stateful(q.group(0)):
+                d = d[q.end():]
+                q = _QUANT.match(d)
+            m = None if q else _APPLY.match(d)
+            if m and m.group(1) in defs:
+                walk(m.group(1))
+            elif name != nxt and name not in labels:
+                labels.append(name)
     walk(nxt)
     return labels
 
