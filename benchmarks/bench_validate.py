@@ -215,7 +215,13 @@ def bench_baseline(files: list[Path], entry: ConfigEntry, timeout: float) -> dic
 
 # --------------------------------------------------------------------------- detection
 
-GRAPH_CONFIGS = {"kraft": "kraft-graph-small", "elr": "elr-graph-small"}
+# The no-symmetry graph configs the detection table uses by default, in order: 3 voters with
+# a restart and diverging logs (KIP-595), replication factor 3 (KIP-966), then the small
+# graphs, which reach what those bounds leave out (client records; a Balanced unclean
+# recovery).  Each gets --graph-seeds seeds of its own.  --kraft-graph / --elr-graph (comma
+# lists) choose others.
+GRAPH_CONFIGS = {"kraft": "kraft-graph-3voters,kraft-graph-small",
+                 "elr": "elr-graph-rf3,elr-graph-small"}
 
 
 def _judge(d: str, graph: str | None, jobs: int) -> dict:
@@ -226,19 +232,36 @@ def _judge(d: str, graph: str | None, jobs: int) -> dict:
     return validate_corpus([d], lazy=True, jobs=jobs)
 
 
+def graph_figures(graphs: dict[str, str], protocols: tuple[str, ...], jobs: int) -> dict:
+    """States, edges and build time of each graph config (built here unless cached)."""
+    out = {}
+    for protocol in protocols:
+        for name in graphs[protocol].split(","):
+            gl = load_graph(name, jobs=jobs, timeout=7200)
+            out[name] = {
+                "states": len(gl.graph), "edges": gl.graph.edge_count, "cached": gl.cached,
+                "seconds": round(gl.seconds, 1), "tlc_seconds": round(gl.tlc_seconds, 1),
+                "parse_seconds": round(gl.parse_seconds, 1)}
+            print(f"graph {name}: {out[name]}", file=sys.stderr, flush=True)
+    return out
+
+
 def bench_detect(bounds: dict[str, str | None], max_seeds: int, correct: int, steps: int,
                  block: int, jobs: int, faults: str = "chaos", graph_seeds: int = 200,
-                 correct_unbounded: int = 200, protocols: tuple[str, ...] = ("kraft", "elr")
-                 ) -> dict:
-    """Per planted bug: the first seed whose trace the checker flags.  Each bug is first
-    simulated under its protocol's no-symmetry graph config (full-graph mode: cheap), for up
-    to `graph_seeds` seeds; a bug those small bounds cannot show (restarts, a misconfigured
-    replica, ...) is then simulated unbounded and judged in neighbourhood mode, in blocks,
-    up to `max_seeds` seeds in all.  Then false alarms: `correct` traces of the correct
-    refimpl per protocol under the graph config, plus `correct_unbounded` unbounded traces
-    in neighbourhood mode."""
+                 correct_unbounded: int = 200, protocols: tuple[str, ...] = ("kraft", "elr"),
+                 graphs: dict[str, str] | None = None, bugs: tuple[str, ...] = ()) -> dict:
+    """Per planted bug: the first seed whose trace the checker flags (a step that is no
+    transition of the spec, or a timer that never fired: liveness.py).  Each bug is first
+    simulated under its protocol's no-symmetry graph configs in turn (full-graph mode: cheap),
+    `graph_seeds` seeds each (seeds 0.., then the next ones); a bug those bounds cannot show
+    (a misconfigured replica, ...) is then simulated unbounded, or under the bounds the bug
+    names, and judged in neighbourhood mode, in blocks, up to `max_seeds` seeds in all.  Then
+    false alarms: `correct` traces of the correct refimpl per protocol under the first graph
+    config, plus `correct_unbounded` unbounded traces in neighbourhood mode."""
     from refimpl.bugs import BUGS
     from refimpl.sim.runner import RunSpec, run_seeds
+    graphs = {**GRAPH_CONFIGS, **(graphs or {})}
+    figures = graph_figures(graphs, protocols, jobs)
     rows = []
 
     def phase(protocol, name, b, graph, seeds_range, size):
@@ -249,39 +272,48 @@ def bench_detect(bounds: dict[str, str | None], max_seeds: int, correct: int, st
                 run_seeds(RunSpec(protocol, seeds, faults, steps, b, name), Path(d))
                 s = _judge(d, graph, jobs)
             checked += len(seeds)
-            bad = sorted(r["seed"] for r in s["results"] if r["verdict"] == "invalid")
+            bad = sorted((r["seed"], r) for r in s["results"] if r["verdict"] == "invalid")
             if bad:
-                return bad[0], checked
+                r = bad[0][1]
+                how = ("liveness" if r.get("liveness") else f"step {r.get('failed_step')}")
+                return (bad[0][0], how), checked
         return None, checked
 
     for name, bug in sorted(BUGS.items()):
-        if bug.protocol not in protocols:
+        if bug.protocol not in protocols or (bugs and name not in bugs):
             continue
         t0 = time.perf_counter()
-        graph = GRAPH_CONFIGS[bug.protocol]
-        gb = bounds.get(bug.protocol) or str(ROOT / "tlc_configs" / f"{graph}.cfg")
+        found, checked, start = None, 0, 0
         try:
-            found, checked = phase(bug.protocol, name, gb, graph, range(0, graph_seeds), 100)
-            mode = f"graph {graph}"
+            for graph in graphs[bug.protocol].split(","):
+                gb = bounds.get(bug.protocol) or str(resolve_entry(graph).cfg_path)
+                found, more = phase(bug.protocol, name, gb, graph,
+                                    range(start, start + graph_seeds), 100)
+                checked, start = checked + more, start + graph_seeds
+                mode = f"graph {graph}"
+                if found is not None:
+                    break
             if found is None:
                 nb_bounds = str(ROOT / bug.bounds) if bug.bounds else None
                 found, more = phase(bug.protocol, name, nb_bounds, None,
-                                    range(graph_seeds, max(max_seeds, graph_seeds + block)), block)
+                                    range(start, max(max_seeds, start + block)), block)
                 checked += more
                 mode = f"neighbourhood ({bug.bounds or 'unbounded'})"
         except Exception as e:  # a refimpl that cannot run this bug: say so
             rows.append({"bug": name, "protocol": bug.protocol, "error": str(e)})
             print(f"detect: {rows[-1]}", file=sys.stderr, flush=True)
             continue
-        rows.append({"bug": name, "protocol": bug.protocol, "flagged_at_seed": found,
+        rows.append({"bug": name, "protocol": bug.protocol,
+                     "flagged_at_seed": found[0] if found else None,
+                     "flagged_by": found[1] if found else None,
                      "mode": mode, "seeds_checked": checked,
                      "seconds": round(time.perf_counter() - t0, 1)})
         print(f"detect: {rows[-1]}", file=sys.stderr, flush=True)
     alarms = {}
     for protocol in sorted({b.protocol for b in BUGS.values()} & set(protocols)):
-        graph = GRAPH_CONFIGS[protocol]
+        graph = graphs[protocol].split(",")[0]
         for label, b, g, n, size in (
-                ("graph", bounds.get(protocol) or str(ROOT / "tlc_configs" / f"{graph}.cfg"),
+                ("graph", bounds.get(protocol) or str(resolve_entry(graph).cfg_path),
                  graph, correct, 1000),
                 ("neighbourhood", None, None, correct_unbounded, block)):
             invalid = total = other = steps_done = 0
@@ -300,7 +332,7 @@ def bench_detect(bounds: dict[str, str | None], max_seeds: int, correct: int, st
                 "not_judged": other, "seconds": round(time.perf_counter() - t0, 1)}
             print(f"correct {protocol} {label}: {alarms[f'{protocol} ({label})']}",
                   file=sys.stderr, flush=True)
-    return {"bugs": rows, "correct_refimpl": alarms}
+    return {"graphs": figures, "bugs": rows, "correct_refimpl": alarms}
 
 
 # --------------------------------------------------------------------------- main
@@ -324,6 +356,12 @@ def main() -> None:
     ap.add_argument("--kraft-bounds", default=None, help="detection: KIP-595 bounds config")
     ap.add_argument("--elr-bounds", default=None, help="detection: KIP-966 bounds config")
     ap.add_argument("--faults", default="chaos", help="detection: fault profile")
+    ap.add_argument("--kraft-graph", default=GRAPH_CONFIGS["kraft"],
+                    help="detection: the KIP-595 no-symmetry graph config")
+    ap.add_argument("--elr-graph", default=GRAPH_CONFIGS["elr"],
+                    help="detection: the KIP-966 no-symmetry graph config")
+    ap.add_argument("--bug", action="append", default=[],
+                    help="detection: only these planted bugs (repeatable; default all)")
     ap.add_argument("--protocol", action="append", choices=["kraft", "elr"],
                     help="detection: only these protocols (repeatable; default both)")
     ap.add_argument("--graph-seeds", type=int, default=200,
@@ -339,7 +377,8 @@ def main() -> None:
         out["detect"] = bench_detect({"kraft": a.kraft_bounds, "elr": a.elr_bounds}, a.max_seeds,
                                      a.correct, a.detect_steps, a.block, a.jobs, a.faults,
                                      a.graph_seeds, a.correct_unbounded,
-                                     tuple(a.protocol or ("kraft", "elr")))
+                                     tuple(a.protocol or ("kraft", "elr")),
+                                     {"kraft": a.kraft_graph, "elr": a.elr_graph}, tuple(a.bug))
         _print_detect(out) if not a.json else print(json.dumps(out, indent=2))
         return
     entry = resolve_entry(a.graph, a.manifest, a.module)
@@ -368,7 +407,9 @@ def main() -> None:
                 "neighbourhood_vs_baseline": round(s2["steps_per_second"] / base["steps_per_second"], 1)}
     if a.detect:
         out["detect"] = bench_detect({"kraft": a.kraft_bounds, "elr": a.elr_bounds}, a.max_seeds,
-                                     a.correct, a.detect_steps, a.block, a.jobs, a.faults)
+                                     a.correct, a.detect_steps, a.block, a.jobs, a.faults,
+                                     graphs={"kraft": a.kraft_graph, "elr": a.elr_graph},
+                                     bugs=tuple(a.bug))
     if a.json:
         print(json.dumps(out, indent=2))
         return
@@ -395,10 +436,15 @@ def main() -> None:
 
 
 def _print_detect(out: dict) -> None:
+    for name, f in out["detect"].get("graphs", {}).items():
+        print(f"graph {name}: {f['states']:,} states, {f['edges']:,} edges, "
+              + ("cached" if f["cached"] else f"built in {f['seconds']}s (TLC {f['tlc_seconds']}s, "
+                 f"parse {f['parse_seconds']}s)"))
     print("detection (first seed whose trace is invalid; None = not flagged):")
     for r in out["detect"]["bugs"]:
         print(f"  bug {r['bug']:36s} {r['protocol']:5s} {r.get('flagged_at_seed', r.get('error'))} "
-              f"(seeds checked {r.get('seeds_checked')}, {r.get('mode')}, {r.get('seconds')}s)")
+              f"by {r.get('flagged_by')} (seeds checked {r.get('seeds_checked')}, {r.get('mode')}, "
+              f"{r.get('seconds')}s)")
     for prot, r in out["detect"]["correct_refimpl"].items():
         print(f"  correct {prot}: {r['false_alarms']} false alarms / {r['traces']} traces "
               f"({r['steps']} steps, {r['not_judged']} not judged)")

@@ -76,6 +76,13 @@ _BUGS: list[PlantedBug] = [
         ("NoCorrectReplicaShutDown",),
         spec_switch="BugClusterIdFatalFromNonLeader",
         bounds="tlc_configs/kraft-ci-clusterid.cfg"),
+    PlantedBug(
+        "follower-fetch-timer-not-armed", "kraft",
+        "A voter that becomes a Follower does not arm its fetch timer (quorum.fetch.timeout.ms, "
+        "KIP-595 'Vote' condition 1), so when its leader is gone it never starts an election. "
+        "Every step is a spec transition: only liveness on traces "
+        "(trace_checker/liveness.py) catches it.",
+        ("fetch-timeout (trace liveness)",)),
 ]
 
 

@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path, PurePosixPath
@@ -33,11 +34,13 @@ from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
 from kraftcheck.tlc.cfg import CfgError, parse_cfg
 from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, load_manifest
 from trace_checker.codec import Codec
+from trace_checker.coverage import action_coverage, graph_coverage, spec_actions
 from trace_checker.diagnose import diagnose
 from trace_checker.fullgraph import load_graph, resolve_entry
+from trace_checker.liveness import judge_liveness
 from trace_checker.graph import StateGraph
 from trace_checker.neighbourhood import (BOUND_PREFIX, Neighbourhood, NeighbourhoodError,
-                                         TLCUnavailable)
+                                         TLCOutOfMemory, TLCUnavailable, raised_constants)
 from trace_checker.observe import Observer
 from trace_checker.partial import TraceRun
 from trace_checker.tlagen import Unwritable, check_tlc_ints, value_size
@@ -121,7 +124,7 @@ def _check_in_graph(path: str) -> dict:
             r["ambiguity"] = run.ambiguity()
         else:
             r["_path"] = run.path
-        return r
+        return judge_liveness(trace, r)
     r = V.base(trace, "recheck", "graph", left_graph_at_step=k)
     return r
 
@@ -249,7 +252,8 @@ def _spec_constants(e: ConfigEntry) -> set[str]:
 
 def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, tlc_workers: int,
                          jobs: int, timeout: float, mode: str = "neighbourhood",
-                         extra: dict | None = None, raise_bounds: bool = True
+                         extra: dict | None = None, raise_bounds: bool = True,
+                         status: Callable[[str], None] | None = None
                          ) -> tuple[list[dict], dict]:
     """Verdicts for traces sharing a config (all with the same variables)."""
     extra = extra or {}
@@ -278,7 +282,8 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
         return results, {}
     mvs = set().union(*(t.model_values for t, _ in runs))
     nb = Neighbourhood(base, variables, mvs, size if raise_bounds else -1, chunk=chunk,
-                       workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec)
+                       workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec,
+                       status=status)
     g = nb.graph
     try:
         nb.ensure_initial()
@@ -288,14 +293,21 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
         for t, _ in runs:
             results.append(V.out_of_scope(t, mode, str(e), **extra.get(t.path, {})))
         return results, _nb_stats(nb)
-    # Sources known up front: every observed complete state but the last of each trace.
-    sources = []
+    # Sources known up front: every observed complete state but the last of each trace; when
+    # the next state is complete too, TLC only judges that step (a targeted run).
+    sources, targets = [], {}
     for t, keys in runs:
-        for key in keys[:-1]:
+        for key, nxt in zip(keys, keys[1:]):
             if None not in key:
-                sources.append(g.add_state(key))
+                s = g.add_state(key)
+                if None in nxt:
+                    sources.append(s)
+                else:
+                    targets.setdefault(s, set()).add(g.add_state(nxt))
+    nb.expand(targets, targets=targets)
     nb.expand(sources)
     pending = [TraceRun(t, keys, g) for t, keys in runs]
+    failed: list[tuple[TraceRun, str, object]] = []
     while pending:
         need: list[int] = []
         waiting = []
@@ -311,11 +323,16 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
                     continue
                 need.extend(arg)
                 waiting.append(run)
+            elif outcome == "fail" and arg:
+                failed.append((run, outcome, arg))      # diagnosed on full successors below
             else:
                 results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {})))
         if need:
             nb.expand(need)
         pending = waiting
+    nb.expand([c for run, _, _ in failed for c in run.candidates])
+    for run, outcome, arg in failed:
+        results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {})))
     return results, _nb_stats(nb)
 
 
@@ -338,13 +355,14 @@ def _trace_size(codec: Codec, keys: list, trace: Trace) -> int:
 def _nb_stats(nb: Neighbourhood) -> dict:
     return {"config": nb.base.name, "runs": nb.stats.runs, "failed_runs": nb.stats.failed_runs,
             "tlc_seconds": round(nb.stats.seconds, 2), "states_expanded": nb.stats.states_expanded,
-            "graph_states": len(nb.graph), "raised_constants": nb.overrides}
+            "graph_states": len(nb.graph), "raised_constants": nb.overrides,
+            "targeted_sources": len(nb.graph.targeted)}
 
 
 def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict) -> dict:
     t = run.trace
     if outcome == "valid":
-        r = V.base(t, "valid", mode, stutters=run.stutters, **extra)
+        r = judge_liveness(t, V.base(t, "valid", mode, stutters=run.stutters, **extra))
     elif outcome == "too_ambiguous":
         return V.out_of_scope(t, mode, f"step {k}: more than {run.max_candidates} candidate "
                               "states (too little is observed)", **extra)
@@ -379,15 +397,27 @@ def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | 
     if not phase1 or not any(n.startswith(BOUND_PREFIX) and type(v) is int
                              for n, v in cfg.constants.items()):
         return run(traces, True), stats
-    first = run(traces, False)
+    # a trace whose values already exceed a bound would fail phase 1: straight to phase 2
+    beyond = {t.path for t in traces if raised_constants(cfg, _trace_size_or_0(t))}
+    first = run([t for t in traces if t.path not in beyond], False) if len(beyond) < len(traces) else []
     done = [r for r in first if r["verdict"] in ("valid", "malformed")]
-    again = {r["file"] for r in first if r["verdict"] not in ("valid", "malformed")}
+    again = {r["file"] for r in first if r["verdict"] not in ("valid", "malformed")} | beyond
     if again:
         second = run([t for t in traces if t.path in again], True)
         for r in second:
             r["bounds_raised"] = True
         done.extend(second)
     return done, stats
+
+
+def _trace_size_or_0(t: Trace) -> int:
+    """The largest quantity in a trace's states (_trace_size); 0 if unreadable or unwritable
+    (the trace is then judged, and reported, by the phase that reads it)."""
+    codec = Codec(sorted(t.variables))
+    try:
+        return _trace_size(codec, Observer(codec, intern=True).keys(t), t)
+    except (TraceMalformed, Unwritable):
+        return 0
 
 
 def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntry | None,
@@ -450,7 +480,8 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                     manifest_dir: Path | None = None, recheck: bool = True, chunk: int = 4000,
                     tlc_workers: int = 1, timeout: float = 1800, module: str | None = None,
                     progress: Progress | None = None, config: str | ConfigEntry | None = None,
-                    max_out_of_scope: int | None = 0) -> dict:
+                    max_out_of_scope: int | None = 0,
+                    status: Callable[[str], None] | None = None) -> dict:
     """Check every trace file under `paths`; returns the corpus summary (JSON-able dict).
 
     graph: a no-symmetry bfs config (manifest name, ConfigEntry, or a .cfg file with `module`)
@@ -469,7 +500,8 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
     files = collect_files(paths, strict=True)
     user_config = resolve_entry(config, manifest_dir, module) if config is not None else None
     total = len(files)
-    kw = dict(chunk=chunk, tlc_workers=tlc_workers, jobs=max(1, jobs), timeout=timeout)
+    kw = dict(chunk=chunk, tlc_workers=tlc_workers, jobs=max(1, jobs), timeout=timeout,
+              status=status)
     summary: dict = {"mode": "graph" if graph is not None else "neighbourhood"}
     nb_stats: list[dict] = []
     visited: list[list[int]] = []
@@ -517,19 +549,13 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                                    "re-checking is off")
                     results.append(r)
         if visited:
-            states = {s for p in visited for s in p}
-            edges = set()
-            for p in visited:
-                for a, b in zip(p, p[1:]):
-                    for aid, d in g.succ[a]:
-                        if d == b:
-                            edges.add((a, g.actions[aid], b))
-            summary["coverage"] = g.coverage(states, edges)
+            summary["coverage"] = graph_coverage(g, visited, spec_actions(entry))
     else:
         results, nb_stats = _lazy(files, manifest_dir, None, progress, 0, total,
                                   user_config=user_config, **kw)
         if user_config is not None:
             summary["config"] = user_config.name
+        summary["coverage"] = _nb_coverage(results, manifest_dir)
     order = {f: i for i, f in enumerate(files)}
     results.sort(key=lambda r: order.get(r["file"], len(order)))
     counts = V.count(results)
@@ -557,6 +583,32 @@ def is_validate_out(out: Path) -> bool:
     except (OSError, ValueError, RecursionError):
         return False
     return isinstance(d, dict) and {"mode", "counts", "results"} <= set(d)
+
+
+def _nb_coverage(results: list[dict], manifest_dir: Path | None) -> dict | None:
+    """Spec actions the valid traces took / never took (neighbourhood mode), per the actions
+    of the configs they were checked under."""
+    taken: Counter = Counter()
+    actions: dict[tuple, list[str]] = {}
+    entries = None
+    for r in results:
+        if r["verdict"] != "valid":
+            continue
+        try:
+            t = read_trace(r["file"])
+        except TraceMalformed:
+            continue
+        taken.update(s.action for s in t.steps)
+        key = (t.bounds, t.spec_module, t.model_values)
+        if key not in actions:
+            try:
+                entries = entries or _manifest(manifest_dir)
+                actions[key] = spec_actions(resolve_base(t, entries))
+            except (LookupError, ManifestError, CfgError):
+                actions[key] = []
+    if not taken:
+        return None
+    return action_coverage(taken, dict.fromkeys(a for lst in actions.values() for a in lst))
 
 
 def _keep_failures(out: Path, results: list[dict], summary: dict) -> None:

@@ -43,6 +43,9 @@ class StateGraph:
         self.action_ids: dict[str, int] = {}
         self.initial: list[int] = []
         self.expanded: set[int] = set()     # neighbourhood graphs only
+        # neighbourhood graphs: source -> the next states whose edges from the source are all
+        # known (a targeted TLC run, see neighbourhood.py); its other successors are not
+        self.targeted: dict[int, set[int]] = {}
         self._nx: nx.DiGraph | None = None
 
     # ---- building ----------------------------------------------------------------------
@@ -151,6 +154,10 @@ class StateGraph:
 
     def is_expanded(self, s: int) -> bool:
         return self.complete or s in self.expanded
+
+    def knows_step(self, s: int, t: int) -> bool:
+        """Are all edges s -> t known (s fully expanded, or t a target of a targeted run)?"""
+        return self.complete or s in self.expanded or t in self.targeted.get(s, ())
 
     def successors(self, s: int) -> list[tuple[str, int]]:
         acts = self.actions

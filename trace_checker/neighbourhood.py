@@ -20,6 +20,20 @@ isolated (they are reported, the others are expanded).
 The spec's initial states come from a second generated module (`INIT` the config's Init,
 `CONSTRAINT TLCGet("level") < 1`).
 
+Targeted runs.  For a complete-observation trace the checker knows, for each source state, the
+state the trace goes to next; it needs TLC to say only whether (and by which actions) that step
+is a transition.  `expand(..., targets=...)` adds `ACTION_CONSTRAINT TC_Target` with
+`TC_Target == <<<<vars>>, <<vars'>>>> \\in TC_Pairs` (the observed (source, next) pairs): TLC
+still computes every successor, but dumps only the observed ones, so the dump and its parsing
+grow with the corpus, not with the spec's branching.  A source expanded this way is `targeted`,
+not `expanded`; the full successors are computed later only where a diagnosis needs them.
+
+Size.  States are written through `SharedValues` (tlashare.py: every distinct value once, long
+sequences cut into shared pieces), and a batch is closed when its text reaches a budget
+derived from TLC's heap (`text_budget`), or `chunk` states.  TLC's out-of-memory error is
+raised as `TLCOutOfMemory` (the corpus cannot be judged with this heap), never turned into
+verdicts.
+
 Constants: the config's constants, except that every integer constant whose name starts with
 `Max` (the suite's convention for size bounds: MaxEpoch, MaxLogLength, ...) is raised to
 `size + 1`, where `size` is the largest integer, sequence length, set size or domain size in any
@@ -32,8 +46,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,10 +62,11 @@ from trace_checker.cache import cache_dir
 from trace_checker.codec import Codec
 from trace_checker.dot import read_dump, split_escaped_label
 from trace_checker.graph import GraphFormatError, StateGraph
-from trace_checker.tlagen import ModelValues, Unwritable, cfg_constants, state_tuple
+from trace_checker.tlagen import ModelValues, Unwritable, cfg_constants
+from trace_checker.tlashare import SharedValues
 
-__all__ = ["Neighbourhood", "NeighbourhoodError", "TLCUnavailable", "raised_constants",
-           "BOUND_PREFIX"]
+__all__ = ["Neighbourhood", "NeighbourhoodError", "TLCUnavailable", "TLCOutOfMemory",
+           "raised_constants", "BOUND_PREFIX", "text_budget"]
 
 BOUND_PREFIX = "Max"
 
@@ -62,6 +78,33 @@ class NeighbourhoodError(RuntimeError):
 class TLCUnavailable(NeighbourhoodError):
     """TLC could not run at all (JVM or jar unusable, out of memory, timeout): no trace can
     be judged, so the run fails closed (exit 2) instead of calling traces out of scope."""
+
+
+class TLCOutOfMemory(TLCUnavailable):
+    """TLC ran out of heap: the batch cannot be judged; raise KRAFTCHECK_TLC_HEAP or lower
+    --chunk.  Never turned into per-trace verdicts (fail closed: the CLI exits 2)."""
+
+
+# A status callback: (what TLC is doing, distinct states found so far).
+Status = Callable[[str], None]
+
+_OOM = re.compile(r"OutOfMemoryError|Java ran out of memory|GC overhead limit exceeded")
+
+
+def heap_bytes() -> int:
+    """TLC's heap (KRAFTCHECK_TLC_HEAP, default 4g) in bytes."""
+    text = os.environ.get("KRAFTCHECK_TLC_HEAP", "4g").strip().lower()
+    m = re.fullmatch(r"([0-9]+)([kmgt]?)", text)
+    if not m:
+        raise NeighbourhoodError(f"KRAFTCHECK_TLC_HEAP={text!r} is not a Java heap size "
+                                 "(e.g. 3g, 2048m)")
+    return int(m.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2)]
+
+
+def text_budget() -> int:
+    """Characters of generated TLA+ per TLC run: SANY's syntax tree and TLC's values take about
+    a hundred times the text's size, so 1/200 of the heap leaves room for the search."""
+    return max(200_000, heap_bytes() // 200)
 
 
 def raised_constants(cfg: TLCConfig, size: int) -> dict[str, int]:
@@ -87,7 +130,7 @@ class Neighbourhood:
 
     def __init__(self, base: ConfigEntry, variables: Iterable[str], model_values: Iterable[str],
                  size: int, *, chunk: int = 4000, workers: int = 1, timeout: float = 900,
-                 jobs: int = 1, codec: Codec | None = None):
+                 jobs: int = 1, codec: Codec | None = None, status: Status | None = None):
         self.base = base
         self.cfg = parse_cfg(base.cfg_path)
         self.variables = tuple(codec.variables) if codec else tuple(sorted(variables))
@@ -102,23 +145,32 @@ class Neighbourhood:
         self.chunk, self.workers, self.timeout, self.jobs = chunk, workers, timeout, jobs
         self.stats = RunStats()
         self.unexpandable: dict[int, str] = {}
+        self.status = status
+        self.budget = text_budget()
         self._have_inits = False
 
     # ---- generation --------------------------------------------------------------------
-    def _module(self, name: str, body: str, mv: ModelValues) -> str:
+    def _module(self, name: str, body: str, mv: ModelValues, extends: str = "") -> str:
         base = self.base.module_path.stem
         return (f"---- MODULE {name} ----\n"
                 f"\\* Generated by trace_checker.neighbourhood; do not edit.\n"
-                f"EXTENDS {base}, TLC\n{mv.declarations()}{body}====\n")
+                f"EXTENDS {base}, TLC{extends}\n{mv.declarations()}{body}====\n")
 
-    def _cfg(self, init: str, constraint: str, mv: ModelValues) -> str:
+    def _cfg(self, init: str, constraint: str, mv: ModelValues,
+             action_constraint: str | None = None) -> str:
         consts = cfg_constants(self.cfg, self.overrides) + mv.bindings()
         return (f"INIT {init}\nNEXT {self.next_name}\n"
                 + ("CONSTANTS\n" + "".join(f"  {c}\n" for c in consts) if consts else "")
-                + f"CONSTRAINT {constraint}\n")
+                + f"CONSTRAINT {constraint}\n"
+                + (f"ACTION_CONSTRAINT {action_constraint}\n" if action_constraint else ""))
 
-    def _run(self, tag: str, module_body: str, init: str, constraint: str, mv: ModelValues):
-        cfg_text = self._cfg(init, constraint, mv)
+    def _say(self, text: str) -> None:
+        if self.status:
+            self.status(text)
+
+    def _run(self, tag: str, module_body: str, init: str, constraint: str, mv: ModelValues,
+             action_constraint: str | None = None, extends: str = "", what: str = "TLC"):
+        cfg_text = self._cfg(init, constraint, mv, action_constraint)
         digest = hashlib.sha256((module_body + cfg_text + str(self.base.module_path)).encode())
         name = f"TCN_{tag}_{digest.hexdigest()[:16]}"
         # one folder per process: two checkers may generate the same module at once
@@ -130,7 +182,7 @@ class Neighbourhood:
             for tla in self.base.module_path.parent.glob("*.tla"):
                 shutil.copy2(tla, folder / tla.name)
         module = folder / f"{name}.tla"
-        write_atomic(module, self._module(name, module_body, mv))
+        write_atomic(module, self._module(name, module_body, mv, extends))
         cfg = folder / f"{name}.cfg"
         write_atomic(cfg, cfg_text)
         entry = ConfigEntry(name=name, module=str(module), cfg=str(cfg), profile="ci",
@@ -138,7 +190,13 @@ class Neighbourhood:
                             kip="none", manifest="generated", workers=self.workers,
                             timeout_seconds=int(self.timeout))
         dump = folder / "graph.dot"
-        res = run_config(entry, dump=dump, timeout=self.timeout)
+        self._say(f"{what}: TLC parsing")
+
+        def progress(generated: int, distinct: int, queue: int) -> None:
+            self._say(f"{what}: TLC {generated:,} generated, {distinct:,} distinct, "
+                      f"{queue:,} on queue")
+        res = run_config(entry, dump=dump, timeout=self.timeout, progress=progress)
+        self._say(f"{what}: reading TLC's dump")
         self.stats.runs += 1
         self.stats.seconds += res.seconds
         self.stats.logs.append(res.log or "")
@@ -149,6 +207,12 @@ class Neighbourhood:
             raise TLCUnavailable(f"{self.base.name}: {fatal}")
         if res.status != "ok" or not dump.is_file():
             self.stats.failed_runs += 1
+            log_text = Path(res.log).read_text(encoding="utf-8", errors="replace") if res.log else ""
+            if _OOM.search(log_text) or any(_OOM.search(e.message) for e in res.errors):
+                raise TLCOutOfMemory(
+                    f"TLC ran out of memory (heap {os.environ.get('KRAFTCHECK_TLC_HEAP', '4g')}) "
+                    f"on {what} of config {self.base.name}; set KRAFTCHECK_TLC_HEAP higher or "
+                    f"lower --chunk (log {res.log})")
             why = "; ".join(e.message.strip().splitlines()[0] for e in res.errors[:2] if e.message.strip())
             return None, f"TLC {res.status}: {why or 'no detail'} (log {res.log})"
         try:
@@ -167,7 +231,8 @@ class Neighbourhood:
             return
         mv = ModelValues(self.mv_names)
         body = "TC_NoStep == TLCGet(\"level\") < 1\n"
-        raw, err = self._run("init", body, self.init_name, "TC_NoStep", mv)
+        raw, err = self._run("init", body, self.init_name, "TC_NoStep", mv,
+                             what=f"initial states ({self.base.name})")
         if raw is None:
             raise NeighbourhoodError(f"cannot compute the initial states of {self.base.name}: {err}")
         if raw.labels:
@@ -191,49 +256,118 @@ class Neighbourhood:
         codec = self.graph.codec
         return [self.graph.add_state(codec.encode(s)) for s in states]
 
-    def expand(self, indices: Iterable[int]) -> dict[int, str]:
-        """Compute the successors of the given states; returns {state: why not} for failures."""
-        todo = [i for i in dict.fromkeys(indices)
-                if i not in self.graph.expanded and i not in self.unexpandable]
+    def expand(self, indices: Iterable[int],
+               targets: Mapping[int, Iterable[int]] | None = None) -> dict[int, str]:
+        """Compute the successors of the given states; returns {state: why not} for failures.
+
+        With `targets` (source -> observed next states) TLC judges only those steps: the
+        sources become `targeted` (see the module's docstring) unless already expanded."""
         failures: dict[int, str] = {}
-        for k in range(0, len(todo), self.chunk):
-            self._expand_batch(todo[k:k + self.chunk], failures)
+        if targets is None:
+            todo = [i for i in dict.fromkeys(indices)
+                    if i not in self.graph.expanded and i not in self.unexpandable]
+            pairs = None
+        else:
+            pairs = {}
+            for i in dict.fromkeys(indices):
+                if i in self.graph.expanded or i in self.unexpandable:
+                    continue
+                want = set(targets.get(i, ())) - self.graph.targeted.get(i, set())
+                if want:
+                    pairs[i] = want
+            todo = list(pairs)
+        for batch in self._batches(todo, pairs):
+            self._expand_batch(batch, failures, pairs)
         self.unexpandable.update(failures)
         return failures
 
-    def _expand_batch(self, batch: list[int], failures: dict[int, str]) -> None:
+    def _batches(self, todo: list[int], pairs: dict[int, set[int]] | None) -> list[list[int]]:
+        """Cut `todo` into runs of at most `chunk` sources whose text fits the heap budget
+        (estimated by writing them: values shared with earlier states of the run are free)."""
+        out: list[list[int]] = []
+        cur: list[int] = []
+        sv = SharedValues(ModelValues(self.mv_names))
+
+        def add(sv: SharedValues, i: int) -> None:
+            try:
+                self._write(sv, i, f"state {i}")
+                for d in (pairs or {}).get(i, ()):
+                    self._write(sv, d, f"state {d}")
+            except Unwritable:
+                pass                    # reported by _expand_batch
+        for i in todo:
+            add(sv, i)
+            if cur and (len(cur) >= self.chunk or sv.bytes > self.budget):
+                out.append(cur)
+                cur = []
+                sv = SharedValues(ModelValues(self.mv_names))
+                add(sv, i)
+            cur.append(i)
+        if cur:
+            out.append(cur)
+        return out
+
+    def _write(self, sv: SharedValues, i: int, where: str) -> str:
+        key = self.graph.states[i]
+        codec = self.graph.codec
+        return sv.state([(vid, codec.value(n, vid)) for n, vid in enumerate(key)], where)
+
+    def _expand_batch(self, batch: list[int], failures: dict[int, str],
+                      pairs: dict[int, set[int]] | None = None) -> None:
         mv = ModelValues(self.mv_names)
-        texts = []
+        sv = SharedValues(mv)
+        refs: dict[int, str] = {}
         ok = []
         for i in batch:
             try:
-                texts.append(state_tuple(mv, self.graph.state(i), self.variables, f"state {i}"))
+                refs[i] = self._write(sv, i, f"state {i}")
+                for d in (pairs or {}).get(i, ()):
+                    if d not in refs:
+                        refs[d] = self._write(sv, d, f"state {d}")
                 ok.append(i)
             except Unwritable as e:
                 failures[i] = f"cannot be written for TLC: {e}"
         if not ok:
             return
         conj = " /\\ ".join(f"{v} = tc_s[{n}]" for n, v in enumerate(self.variables, 1))
-        body = ("TC_Src == {\n  " + ",\n  ".join(texts) + "}\n"
-                f"TC_Init == \\E tc_s \\in TC_Src : {conj}\n"
-                "TC_OneStep == TLCGet(\"level\") < 2\n")
-        raw, err = self._run("nbhd", body, "TC_Init", "TC_OneStep", mv)
+        body = (sv.text()
+                + "TC_Src == {" + ", ".join(refs[i] for i in ok) + "}\n"
+                + f"TC_Init == \\E tc_s \\in TC_Src : {conj}\n"
+                + "TC_OneStep == TLCGet(\"level\") < 2\n")
+        action_constraint = None
+        if pairs is not None:
+            now = "<<" + ", ".join(self.variables) + ">>"
+            nxt = "<<" + ", ".join(f"{v}'" for v in self.variables) + ">>"
+            body += ("TC_Pairs == {" + ", ".join(
+                f"<<{refs[i]}, {refs[d]}>>" for i in ok for d in sorted(pairs[i])) + "}\n"
+                     + f"TC_Target == <<{now}, {nxt}>> \\in TC_Pairs\n")
+            action_constraint = "TC_Target"
+        what = (f"{'steps of ' if pairs is not None else 'successors of '}{len(ok)} states "
+                f"({self.base.name}{', bounds raised' if self.overrides else ''})")
+        raw, err = self._run("nbhd", body, "TC_Init", "TC_OneStep", mv, action_constraint,
+                             ", Sequences" if sv.uses_concat else "", what)
         if raw is None:
             if len(ok) == 1:
                 failures[ok[0]] = err or "TLC failed"
                 return
             half = len(ok) // 2
-            self._expand_batch(ok[:half], failures)
-            self._expand_batch(ok[half:], failures)
+            self._expand_batch(ok[:half], failures, pairs)
+            self._expand_batch(ok[half:], failures, pairs)
             return
         try:
-            self.graph.add_dump(raw, jobs=self.jobs, expand="initial", mark_initial=False,
-                                source="neighbourhood run")
+            tid_to_state = self.graph.add_dump(raw, jobs=self.jobs, expand="none",
+                                               mark_initial=False, source="neighbourhood run")
         except GraphFormatError as e:
             for i in ok:
                 failures[i] = str(e)
             return
+        taken = {tid_to_state[t] for t in raw.initial}
         self.stats.states_expanded += len(ok)
         for i in ok:
-            if i not in self.graph.expanded:
+            if i not in taken:
                 failures[i] = "TLC did not take this state as an initial state"
+            elif pairs is None:
+                self.graph.expanded.add(i)
+                self.graph.targeted.pop(i, None)
+            else:
+                self.graph.targeted.setdefault(i, set()).update(pairs[i])

@@ -68,12 +68,16 @@ class TraceRun:
         n = len(keys)
         while self.k < n:
             cands = self.candidates
+            key = keys[self.k]
             if not complete:
-                need = [c for c in cands if c not in expanded]
+                if None not in key and index.get(key) is not None:
+                    t = index[key]      # a complete step: a targeted run may have judged it
+                    need = [c for c in cands if not g.knows_step(c, t)]
+                else:
+                    need = [c for c in cands if c not in expanded]
                 if need:
                     return "need", need
             aid = g.action_ids.get(steps[self.k].action, -1)
-            key = keys[self.k]
             if None not in key:
                 t = index.get(key)
                 if t is None:

@@ -45,6 +45,7 @@ def validate(
 ) -> None:
     """Check traces against the spec: valid, invalid (with diagnosis), out of scope, malformed."""
     from trace_checker.corpus import CorpusError, collect_files, validate_corpus
+    from trace_checker.coverage import coverage_lines
     from trace_checker.fullgraph import GraphBuildError
     from trace_checker.neighbourhood import NeighbourhoodError
     from trace_checker.verdict import summary_lines
@@ -71,11 +72,13 @@ def validate(
             summary = validate_corpus(paths, **common)
         else:
             with Progress(TextColumn("validate"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), console=err_console, transient=True) as bar:
-                task = bar.add_task("traces", total=total)
+                          TimeElapsedColumn(), TextColumn("{task.fields[tlc]}"),
+                          console=err_console, transient=True) as bar:
+                task = bar.add_task("traces", total=total, tlc="")
                 summary = validate_corpus(
                     paths, **common,
-                    progress=lambda done, _total: bar.update(task, completed=done))
+                    progress=lambda done, _total: bar.update(task, completed=done),
+                    status=lambda text: bar.update(task, tlc=text))
     except (ToolchainError, ManifestError, CfgError, GraphBuildError, NeighbourhoodError,
             CorpusError) as e:
         _fail(str(e), as_json)
@@ -87,7 +90,7 @@ def validate(
             console.print(f"graph {safe(g['config'])}: {g['states']} states, {g['edges']} edges "
                           f"({'cached index' if g['cached'] else 'built'}, "
                           f"{g['load_seconds']}s)")
-        for line in summary_lines(summary, show_valid):
+        for line in summary_lines(summary, show_valid) + coverage_lines(summary):
             console.print(line)
         if out is not None:
             console.print(f"kept failing traces and diagnoses in {safe(out)}")

@@ -88,6 +88,7 @@ class KRaftNode:
         self.bug_follower_hwm = bug_enabled(bug, "follower-hwm-uncapped")
         self.bug_vote_ignores_log = bug_enabled(bug, "vote-ignores-log")
         self.bug_majority = bug_enabled(bug, "majority-off-by-one")
+        self.bug_no_fetch_timer = bug_enabled(bug, "follower-fetch-timer-not-armed")
         self.bug_cluster_id_fatal_from_non_leader = bug_enabled(
             bug, "cluster-id-fatal-from-any-replica")
         self.bug_reset_election_timer = bug_enabled(bug, "vote-rejection-resets-election-timer")
@@ -161,7 +162,7 @@ class KRaftNode:
         voter = self._is_voter(s)
         keep: dict[str, SetTimer] = {}
         if s.role is Role.FOLLOWER:
-            if voter:
+            if voter and not self.bug_no_fetch_timer:
                 keep[ELECTION] = SetTimer(ELECTION, cfg.fetch_timeout_ms)
             keep[FETCH] = SetTimer(FETCH, 0)
         elif s.role in (Role.UNATTACHED, Role.VOTED):
@@ -608,7 +609,8 @@ class KRaftNode:
                               "HandleFetchResponse", {"node": s.node_id},
                               timers=pace + (SetTimer(FETCH, backoff),))
         if self._is_voter(s):
-            alive = (SetTimer(ELECTION, self.cfg.fetch_timeout_ms),)
+            alive = ((SetTimer(ELECTION, self.cfg.fetch_timeout_ms),)
+                     if not self.bug_no_fetch_timer else ())
         elif self.observer_rediscovery:
             alive = (SetTimer(FETCH_TIMEOUT, self.cfg.fetch_timeout_ms),)
         else:

@@ -1,0 +1,115 @@
+"""Liveness on traces (trace_checker/liveness.py): timer obligations against virtual time,
+on hand-made KRaft traces and on the reference implementation with the planted bug
+`follower-fetch-timer-not-armed` (every step a spec transition; only liveness catches it)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from refimpl.sim.runner import RunSpec, run_seeds
+from trace_checker.liveness import TimerBounds, check_liveness, judge_liveness
+from trace_checker.traces import Step, Trace, read_trace
+
+VOTERS = ("n1", "n2", "n3")
+B = TimerBounds()
+
+
+def _state(**over) -> dict:
+    s = {"role": {v: "Follower" for v in VOTERS}, "currentEpoch": {v: 1 for v in VOTERS},
+         "leaderId": {v: "n1" for v in VOTERS},
+         "followerEndOffset": {v: {w: -1 for w in VOTERS} for v in VOTERS}}
+    s["role"]["n1"] = "Leader"
+    s["leaderId"]["n1"] = "n1"
+    for var, changes in over.items():
+        s[var] = {**s[var], **changes}
+    return s
+
+
+def _trace(steps: list[tuple[int, str, str | None, dict]], constants: dict | None = None) -> Trace:
+    """steps: (time_ms, action, acting node, state)."""
+    out = [Step(line=k + 2, index=k, action=a, params={"node": n} if n else {},
+                state=copy.deepcopy(s), time_ms=t) for k, (t, a, n, s) in enumerate(steps)]
+    header = {"bounds": {"file": "x.cfg", "constants": constants}} if constants else {}
+    return Trace(path="t.jsonl", trace_id="t", protocol="kraft", spec_module="KRaft",
+                 variables=tuple(out[0].state), model_values=VOTERS + ("Nil",), bounds=None,
+                 bug=None, seed=0, steps=out, header=header)
+
+
+LEADER_GONE = _state(role={"n1": "Resigned"}, leaderId={"n1": "Nil"})
+
+
+def test_follower_of_a_gone_leader_that_keeps_acting_is_flagged():
+    late = 100 + B.fetch + 1
+    t = _trace([(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+                (200, "SendFetchRequest", "n2", LEADER_GONE),
+                (late, "SendFetchRequest", "n2", LEADER_GONE)])
+    found = check_liveness(t)
+    assert [(v.node, v.timer, v.action, v.enabled_at_step, v.seen_at_step) for v in found] == [
+        ("n2", "fetch-timeout", "Timeout", 1, 3)]
+    assert "n2's fetch-timeout never fired" in found[0].summary()
+
+
+def test_a_timely_timeout_is_not_flagged():
+    n2_candidate = copy.deepcopy(LEADER_GONE)
+    n2_candidate["role"]["n2"], n2_candidate["currentEpoch"]["n2"] = "Candidate", 2
+    n2_candidate["leaderId"]["n2"] = "Nil"
+    t = _trace([(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+                (100 + B.fetch - 1, "Timeout", "n2", n2_candidate),
+                (100 + B.fetch + 50, "SendVoteRequest", "n2", n2_candidate)])
+    assert [v.node for v in check_liveness(t)] == []
+
+
+def test_a_node_seen_only_at_its_restart_is_excused():
+    # n2 may have been down all along: its Restart re-arms its timers
+    t = _trace([(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+                (100 + 10 * B.fetch, "Restart", "n2", LEADER_GONE),
+                (100 + 10 * B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)])
+    assert check_liveness(t) == []
+
+
+def test_no_obligation_at_max_epoch_or_outside_timeout_voters():
+    steps = [(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+             (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)]
+    assert check_liveness(_trace(steps, {"MaxEpoch": 1})) == []
+    assert check_liveness(_trace(steps, {"TimeoutVoters": {"#set": ["n3"]}})) == []
+    assert [v.node for v in check_liveness(_trace(steps, {"MaxEpoch": 2}))] == ["n2"]
+
+
+def test_leader_without_a_following_majority_must_give_up():
+    alone = _state(role={"n2": "Unattached", "n3": "Unattached"},
+                   leaderId={"n2": "Nil", "n3": "Nil"}, currentEpoch={"n2": 2, "n3": 2})
+    t = _trace([(0, "Init", None, _state()), (10, "ReceiveVoteRequest", "n3", alone),
+                (10 + B.progress + 1, "ReceiveFetchRequest", "n1", alone)])
+    assert [(v.node, v.timer) for v in check_liveness(t)] == [
+        ("n1", "leader-progress-timeout")]
+
+
+def test_judge_liveness_turns_valid_into_invalid_only():
+    t = _trace([(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+                (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)])
+    r = judge_liveness(t, {"verdict": "valid"})
+    assert r["verdict"] == "invalid" and r["failed_step"] == 2
+    assert r["diagnosis"]["kind"] == "liveness" and r["liveness"][0]["node"] == "n2"
+    kept = {"verdict": "invalid", "failed_step": 1}
+    assert judge_liveness(t, dict(kept)) == kept
+
+
+@pytest.fixture(scope="module")
+def sims(tmp_path_factory) -> dict[str, list[Path]]:
+    out = {}
+    for bug in (None, "follower-fetch-timer-not-armed"):
+        d = tmp_path_factory.mktemp(bug or "correct")
+        run_seeds(RunSpec("kraft", list(range(0, 6)), "chaos", 1000, None, bug), d)
+        out[bug or "correct"] = sorted(d.glob("*.jsonl"))
+    return out
+
+
+def test_planted_fetch_timer_bug_is_caught_and_the_correct_refimpl_is_not(sims):
+    flagged = {p.name for p in sims["follower-fetch-timer-not-armed"]
+               if check_liveness(read_trace(p))}
+    # seed 2 under chaos: two followers outlive their leader by more than the bound
+    assert "kraft-chaos-follower-fetch-timer-not-armed-2.jsonl" in flagged
+    assert [p.name for p in sims["correct"] if check_liveness(read_trace(p))] == []

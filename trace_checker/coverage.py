@@ -1,0 +1,220 @@
+"""Schedule coverage: which spec actions and which graph edges a corpus never took.
+
+The validate summary's `coverage` says where the simulator's schedules do not go:
+
+* `spec_actions`: the actions of the config's next-state relation, as TLC labels them (the
+  operator applied in each disjunct of NEXT, read from the module text by `spec_actions`);
+* `actions_never_taken`: those no step of a valid trace took (neighbourhood mode: from the
+  traces' claimed actions; full-graph mode: from the graph edges the traces walked);
+* full-graph mode only: `edges_never_taken` (the graph's labelled edges no trace walked), per
+  action `edges_by_action` = {action: [edges, taken, frontier]}, where `frontier` counts the
+  untaken edges that leave a state the corpus visited: windows the graph shows are reachable
+  from where the corpus went, but that no schedule entered (a delay or a fault between a
+  request and the decision depending on it, usually).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from kraftcheck.paths import SPEC_DIR
+from kraftcheck.tlc.cfg import parse_cfg
+from kraftcheck.tlc.manifest import ConfigEntry
+from trace_checker.graph import StateGraph
+
+__all__ = ["spec_actions", "graph_coverage", "action_coverage", "coverage_lines"]
+
+_DEF = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*==", re.M)
+_QUANT = re.compile(r"^\s*\\[EA]\s[^:]*:\s*")
+_APPLY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(\((?:[^()]|\([^()]*\))*\))?\s*$", re.S)
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"\(\*.*?\*\)", " ", text, flags=re.S)
+    return re.sub(r"\\\*[^\n]*", "", text)
+
+
+def _definitions(module: Path, folders: Iterable[Path]) -> dict[str, str]:
+    """Top-level definitions `Name == body` of `module` and the modules it EXTENDS (found in
+    `folders`), the module's own first."""
+    files = {tla.stem: tla for folder in folders for tla in sorted(folder.glob("*.tla"))}
+    defs: dict[str, str] = {}
+    todo, done = [module.stem], set()
+    while todo:
+        name = todo.pop(0)
+        if name in done or name not in files:
+            continue
+        done.add(name)
+        text = _strip_comments(files[name].read_text(encoding="utf-8", errors="replace"))
+        ext = re.search(r"^EXTENDS\s+([^\n]+)", text, re.M)
+        if ext:
+            todo.extend(x.strip() for x in ext.group(1).split(","))
+        marks = list(_DEF.finditer(text))
+        for m, nxt in zip(marks, marks[1:] + [None]):
+            body = text[m.end():nxt.start() if nxt else len(text)]
+            body = re.split(r"^(?:-{4,}|={4,}|ASSUME|ASSUMPTION|VARIABLES?\b|CONSTANTS?\b|"
+                            r"THEOREM|INSTANCE|LOCAL|RECURSIVE)", body, maxsplit=1,
+                            flags=re.M)[0]
+            defs.setdefault(m.group(1), body)
+    return defs
+
+
+def _variables(module: Path, folders: Iterable[Path]) -> set[str]:
+    """The state variables declared (VARIABLE / VARIABLES) in `module` and what it EXTENDS."""
+    out: set[str] = set()
+    files = {tla.stem: tla for folder in folders for tla in sorted(folder.glob("*.tla"))}
+    todo, done = [module.stem], set()
+    while todo:
+        name = todo.pop(0)
+        if name in done or name not in files:
+            continue
+        done.add(name)
+        text = _strip_comments(files[name].read_text(encoding="utf-8", errors="replace"))
+        ext = re.search(r"^EXTENDS\s+([^\n]+)", text, re.M)
+        if ext:
+            todo.extend(x.strip() for x in ext.group(1).split(","))
+        for m in re.finditer(r"^VARIABLES?\s+((?:[A-Za-z_][A-Za-z0-9_]*\s*,\s*)*"
+                             r"[A-Za-z_][A-Za-z0-9_]*)", text, re.M):
+            out.update(v.strip() for v in m.group(1).split(","))
+    return out
+
+
+def _disjuncts(body: str) -> list[str]:
+    """The top-level `\\/` disjuncts of a definition body (brackets respected)."""
+    out, cur, depth, i = [], [], 0, 0
+    while i < len(body):
+        c = body[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        if depth == 0 and body.startswith("\\/", i):
+            out.append("".join(cur))
+            cur = []
+            i += 2
+            continue
+        cur.append(c)
+        i += 1
+    out.append("".join(cur))
+    return [d for d in (x.strip() for x in out) if d]
+
+
+def spec_actions(entry: ConfigEntry) -> list[str]:
+    """The action labels of the config's next-state relation, from the module text: for each
+    disjunct of NEXT (quantifiers stripped) the operator it applies; a disjunct that names
+    another definition made of disjuncts (MCNext == Next \\/ ...) is expanded.  Empty when
+    the relation cannot be read this way (the summary then lists only what it saw)."""
+    try:
+        cfg = parse_cfg(entry.cfg_path)
+    except Exception:  # noqa: BLE001 - coverage is a report: never fail validation on it
+        return []
+    defs = _definitions(entry.module_path, [entry.module_path.parent, SPEC_DIR])
+    nxt = (cfg.sections.get("NEXT") or [None])[0]
+    if nxt is None:
+        spec = (cfg.sections.get("SPECIFICATION") or ["Spec"])[0]
+        m = re.search(r"\[\]\s*\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]_", defs.get(spec, ""))
+        nxt = m.group(1) if m else None
+    if nxt is None or nxt not in defs:
+        return []
+    labels: list[str] = []
+    seen: set[str] = set()
+    variables = _variables(entry.module_path, [entry.module_path.parent, SPEC_DIR])
+    memo: dict[str, bool] = {}
+
+    def stateful(expr: str, depth: int = 0) -> bool:
+        """Does `expr` depend on a state variable (through definitions too)?"""
+        for ident in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expr)):
+            if ident in variables:
+                return True
+            if ident in defs and depth < 8:
+                if ident not in memo:
+                    memo[ident] = False          # cycles: assume constant
+                    memo[ident] = stateful(defs[ident], depth + 1)
+                if memo[ident]:
+                    return True
+        return False
+
+    def walk(name: str) -> None:
+        # TLC's labels: through disjunctions, existential quantifiers over constant sets and
+        # applications of defined operators, the innermost operator whose body is none of these
+        if name in seen:
+            return
+        seen.add(name)
+        for d in _disjuncts(defs[name]):
+            q = _QUANT.match(d)
+            while q and not stateful(q.group(0)):
+                d = d[q.end():]
+                q = _QUANT.match(d)
+            m = None if q else _APPLY.match(d)
+            if m and m.group(1) in defs:
+                walk(m.group(1))
+            elif name != nxt and name not in labels:
+                labels.append(name)
+    walk(nxt)
+    return labels
+
+
+def graph_coverage(g: StateGraph, paths: Iterable[list[int]], actions: Iterable[str] = ()
+                   ) -> dict:
+    """Coverage of a complete graph by the walked state paths of the valid traces."""
+    states: set[int] = set()
+    taken: set[tuple[int, int, int]] = set()
+    for p in paths:
+        states.update(p)
+        for a, b in zip(p, p[1:]):
+            for aid, d in g.succ[a]:
+                if d == b:
+                    taken.add((a, aid, b))
+    per = {name: [0, 0, 0] for name in g.actions}
+    for s, lst in enumerate(g.succ):
+        visited = s in states
+        for aid, d in lst:
+            row = per[g.actions[aid]]
+            row[0] += 1
+            if (s, aid, d) in taken:
+                row[1] += 1
+            elif visited:
+                row[2] += 1
+    cov = g.coverage(states, {(a, g.actions[aid], b) for a, aid, b in taken})
+    names = list(dict.fromkeys(list(actions) + sorted(g.actions)))
+    seen = {g.actions[aid] for _, aid, _ in taken}
+    cov.update({
+        "spec_actions": names,
+        "actions_never_taken": [a for a in names if a not in seen],
+        "edges_never_taken": cov["edges"] - cov["edges_visited"],
+        "edges_by_action": {a: per[a] for a in sorted(per)},
+        "frontier_edges": sum(r[2] for r in per.values()),
+    })
+    return cov
+
+
+def action_coverage(step_actions: Counter, actions: Iterable[str]) -> dict:
+    """Neighbourhood mode: the spec actions the valid traces' steps took, and those never."""
+    names = list(dict.fromkeys(list(actions) + sorted(a for a in step_actions if a != "Init")))
+    return {"spec_actions": names,
+            "actions_taken": {a: step_actions.get(a, 0) for a in names},
+            "actions_never_taken": [a for a in names if not step_actions.get(a)]}
+
+
+def coverage_lines(summary: dict) -> list[str]:
+    """Human lines for the validate summary."""
+    c = summary.get("coverage")
+    if not c:
+        return []
+    lines = []
+    if "states" in c:
+        lines.append(f"coverage: {c['states_visited']:,}/{c['states']:,} states, "
+                     f"{c['edges_visited']:,}/{c['edges']:,} edges ({c['edges_never_taken']:,} "
+                     f"never taken, {c['frontier_edges']:,} of them from visited states)")
+    never = c.get("actions_never_taken") or []
+    lines.append("spec actions never taken: " + (", ".join(never) if never else "none"))
+    per = c.get("edges_by_action")
+    if per:
+        top = sorted(((r[2], a) for a, r in per.items() if r[2]), reverse=True)[:5]
+        if top:
+            lines.append("untaken edges from visited states, by action: "
+                         + ", ".join(f"{a} {n:,}" for n, a in top))
+    return lines

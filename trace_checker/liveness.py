@@ -1,0 +1,201 @@
+"""Liveness on traces: a timer action that stays enabled past its configured timeout.
+
+The spec abstracts time away: KRaft.tla's Timeout(i) may fire at any moment, and its fairness
+(`Fairness`: WF_vars(Timeout(i)) for every voter) only says that a timer continuously enabled
+fires *eventually*.  A finite trace can never violate "eventually"; but a trace carries virtual
+time (`time_ms`), and the implementation promises more than fairness: the timer fires within its
+configured timeout.  This module checks that promise, per node, for the timers of KIP-595:
+
+* **fetch timeout** (KIP-595 §"Vote", condition 1; quorum.fetch.timeout.ms): a voter that is
+  a Follower of a leader which has observably stopped leading its epoch (that replica is not
+  Leader in it any more: crashed and restarted, resigned, or moved to another epoch) can get no
+  successful Fetch response from it any more, so its fetch timer must expire and it must start
+  an election (spec action `Timeout`).
+* **election timeout** (KIP-595 §"Vote", conditions 2-3; quorum.election.timeout.ms plus the
+  random back-off of quorum.election.backoff.max.ms): a voter that is Unattached or Voted
+  without a known leader, a Candidate, or Resigned must start a (new) election.
+* **leader progress timeout** (KIP-595 revision, §"Leader Progress Timeout"; Kafka uses
+  quorum.fetch.timeout.ms): a Leader whose epoch is followed by no majority (itself plus the
+  voters that are its Followers in that epoch) cannot be receiving Fetch requests from a
+  majority, so it must give up leadership (spec action `LeaderProgressTimeout`).
+
+An obligation of node i is *enabled* from the first step after which its condition holds, for
+the same condition key (role, epoch, leader), and is discharged by any step after which the
+condition no longer holds.  It is *violated* when node i is seen acting (a step whose
+`params.node` is i, other than a Restart) at a virtual time later than enabled + bound while
+the obligation is still enabled: the node was alive when its timer should have fired, and it
+had not.  The evidence-of-life rule is what keeps a crashed node (whose last state the trace
+keeps until its Restart step, see docs/trace-format.md) from being flagged; a Restart of i
+discharges i's obligations (the timers are re-armed on restart).  The spec's bounds are
+respected: no obligation in an epoch >= MaxEpoch or for a voter outside TimeoutVoters (the
+spec's guards of Timeout / LeaderProgressTimeout), read from the trace header's bounds.
+
+The bounds (`TimerBounds`) are deliberately generous: the configured timeout, plus the largest
+random back-off, plus quorum.request.timeout.ms for a response still in flight (the simulator's
+latencies are below 100 ms).  Each bound starts no earlier than the implementation's own timer
+(the condition is observed only once its cause is visible), so a correct implementation cannot
+exceed it; a timer that is never armed, never fires, or fires far too late, does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+
+from trace_checker.traces import Trace
+
+__all__ = ["TimerBounds", "Obligation", "LivenessViolation", "check_liveness", "SPEC_MODULES"]
+
+SPEC_MODULES = ("KRaft",)      # the modules whose timers this module knows
+
+
+@dataclass(frozen=True)
+class TimerBounds:
+    """KIP-595 "Configurations" (Kafka's defaults) and the bounds derived from them."""
+    fetch_timeout_ms: int = 2000            # quorum.fetch.timeout.ms
+    election_timeout_ms: int = 1000         # quorum.election.timeout.ms
+    election_backoff_max_ms: int = 1000     # quorum.election.backoff.max.ms
+    request_timeout_ms: int = 2000          # quorum.request.timeout.ms
+
+    @property
+    def fetch(self) -> int:
+        return self.fetch_timeout_ms + self.request_timeout_ms
+
+    @property
+    def election(self) -> int:
+        # the election timer is the timeout plus a random jitter of up to max(timeout, back-off)
+        return (self.election_timeout_ms + max(self.election_timeout_ms,
+                                                self.election_backoff_max_ms)
+                + self.request_timeout_ms)
+
+    @property
+    def progress(self) -> int:
+        # Kafka checks the quorum every 1.5 x quorum.fetch.timeout.ms
+        return 2 * self.fetch_timeout_ms + self.request_timeout_ms
+
+
+@dataclass(frozen=True)
+class Obligation:
+    timer: str           # "fetch-timeout" | "election-timeout" | "leader-progress-timeout"
+    action: str          # the spec action that must be taken
+    key: tuple           # the condition's identity: (role, epoch, leader)
+
+
+@dataclass
+class LivenessViolation:
+    node: str
+    timer: str
+    action: str
+    enabled_at_step: int
+    enabled_at_ms: int
+    bound_ms: int
+    seen_at_step: int           # node i acting after the deadline, the obligation still open
+    seen_at_ms: int
+    condition: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> str:
+        return (f"liveness: {self.node}'s {self.timer} never fired: {self.action} was enabled "
+                f"from step {self.enabled_at_step} ({self.enabled_at_ms} ms) and {self.node} was "
+                f"still acting at step {self.seen_at_step} ({self.seen_at_ms} ms), "
+                f"{self.seen_at_ms - self.enabled_at_ms} ms later (bound {self.bound_ms} ms)")
+
+
+def _bounds_constants(trace: Trace) -> dict:
+    b = trace.header.get("bounds")
+    if isinstance(b, Mapping) and isinstance(b.get("constants"), Mapping):
+        return dict(b["constants"])
+    return {}
+
+
+def _names(v) -> set[str]:
+    if isinstance(v, Mapping) and "#set" in v:
+        v = v["#set"]
+    return {x for x in v if isinstance(x, str)} if isinstance(v, (list, tuple, set)) else set()
+
+
+def _obligations(state: Mapping, i: str, voters: set[str], max_epoch: int | None) -> list:
+    """The timer obligations of node i after a step (KRaft.tla's variable names)."""
+    role, epoch = state["role"].get(i), state["currentEpoch"].get(i)
+    leader = state["leaderId"].get(i)
+    if type(epoch) is not int or (max_epoch is not None and epoch >= max_epoch):
+        return []
+    out = []
+    if role == "Follower" and leader in voters:
+        if not (state["role"].get(leader) == "Leader"
+                and state["currentEpoch"].get(leader) == epoch):
+            out.append(Obligation("fetch-timeout", "Timeout", (role, epoch, leader)))
+    elif role in ("Unattached", "Voted") and leader == "Nil" or role in ("Candidate", "Resigned"):
+        out.append(Obligation("election-timeout", "Timeout", (role, epoch, leader)))
+    elif role == "Leader":
+        following = 1 + sum(1 for j in voters if j != i and state["role"].get(j) == "Follower"
+                            and state["leaderId"].get(j) == i
+                            and state["currentEpoch"].get(j) == epoch)
+        if following * 2 <= len(voters):
+            out.append(Obligation("leader-progress-timeout", "LeaderProgressTimeout",
+                                  (role, epoch, i)))
+    return out
+
+
+def check_liveness(trace: Trace, bounds: TimerBounds = TimerBounds()) -> list[LivenessViolation]:
+    """The first violated timer obligation of each node (empty when none, or when the trace is
+    not of a module in SPEC_MODULES, is partial, or has no virtual time)."""
+    if trace.spec_module not in SPEC_MODULES or trace.partial or not trace.steps:
+        return []
+    if any(s.time_ms is None for s in trace.steps):
+        return []
+    first = trace.steps[0].state
+    needed = ("role", "currentEpoch", "leaderId", "followerEndOffset")
+    if not all(isinstance(first.get(v), Mapping) for v in needed):
+        return []
+    consts = _bounds_constants(trace)
+    max_epoch = consts.get("MaxEpoch") if type(consts.get("MaxEpoch")) is int else None
+    voters: set[str] = set()
+    for fe in first["followerEndOffset"].values():        # [Server -> [Voters -> Int]]
+        if isinstance(fe, Mapping):
+            voters |= set(fe)
+    timer_voters = _names(consts["TimeoutVoters"]) if "TimeoutVoters" in consts else voters
+    limit = {"fetch-timeout": bounds.fetch, "election-timeout": bounds.election,
+             "leader-progress-timeout": bounds.progress}
+    open_: dict[str, dict[tuple, tuple[int, int]]] = {i: {} for i in timer_voters & voters}
+    found: dict[str, LivenessViolation] = {}
+    for step in trace.steps:
+        actor = step.params.get("node") if isinstance(step.params, Mapping) else None
+        t = step.time_ms
+        # evidence of life: the acting node, with an obligation open past its deadline
+        if actor in open_ and actor not in found and step.action != "Restart":
+            for ob, (k0, t0) in open_[actor].items():
+                if t - t0 > limit[ob.timer]:
+                    found[actor] = LivenessViolation(
+                        actor, ob.timer, ob.action, k0, t0, limit[ob.timer], step.index, t,
+                        {"role": ob.key[0], "epoch": ob.key[1], "leader": ob.key[2]})
+                    break
+        for i, opened in open_.items():
+            if step.action == "Restart" and actor == i:
+                opened.clear()                  # the timers are re-armed on restart
+            now = set(_obligations(step.state, i, voters, max_epoch))
+            for ob in list(opened):
+                if ob not in now:
+                    del opened[ob]
+            for ob in now:
+                opened.setdefault(ob, (step.index, t))
+    return [found[i] for i in sorted(found)]
+
+
+def judge_liveness(trace: Trace, result: dict, bounds: TimerBounds = TimerBounds()) -> dict:
+    """Turn a `valid` verdict into `invalid` when a timer obligation is violated: the failed
+    step is where the node was seen acting past its deadline; `liveness` lists every node's
+    first violation.  Other verdicts are returned unchanged (their first failure stands)."""
+    if result.get("verdict") != "valid":
+        return result
+    found = check_liveness(trace, bounds)
+    if found:
+        first = min(found, key=lambda v: v.seen_at_step)
+        result["verdict"] = "invalid"
+        result["failed_step"] = first.seen_at_step
+        result["liveness"] = [v.to_json() for v in found]
+        result["diagnosis"] = {"kind": "liveness", "summary": first.summary(),
+                               "violations": result["liveness"]}
+    return result
