@@ -23,3 +23,10 @@ bench: setup
 
 clean:
 	rm -rf .kraftcheck-work out .pytest_cache
+
+# The spec typeset for design review: out/spec/index.html (HTML of every module) and
+# out/spec/NAME.pdf (tla2tex).  Installs pdflatex first (scripts/setup-latex.sh), only here.
+.PHONY: spec-pdf
+spec-pdf: setup
+	bash scripts/setup-latex.sh
+	.venv/bin/kraftcheck spec typeset --pdf --out out/spec
