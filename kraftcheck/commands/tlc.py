@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from kraftcheck.choices import choice_option
 from kraftcheck.output import console, err_console, print_json
 from kraftcheck.tlc.java import ToolchainError, toolchain
 from kraftcheck.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
@@ -53,7 +54,8 @@ def _fail(message: str, as_json: bool, code: int = 2) -> None:
 
 
 @tlc_app.command("list")
-def list_configs(profile: str = typer.Option(None, help="Only this profile (ci|deep|bugs)."),
+def list_configs(profile: str = choice_option(None, "--profile", values=PROFILES,
+                                              what="TLC profile", help="Only this profile."),
                  as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the configs of the manifest (tlc_configs/*.toml)."""
     try:
@@ -141,7 +143,8 @@ def diagram_cmd(result: Path = typer.Argument(..., help="A result saved by `tlc 
 
 
 @tlc_app.command("suite")
-def suite(profile: str = typer.Option("ci", help="ci | deep | bugs | all."),
+def suite(profile: str = choice_option("ci", "--profile", values=PROFILES + ("all",),
+                                      what="TLC profile", help="The profile to run."),
           only: str = typer.Option(None, help="Only configs whose name matches this regex."),
           workers: int = typer.Option(None, help="TLC workers per run."),
           timeout: float = typer.Option(None, help="Per-config wall-clock limit (seconds)."),
