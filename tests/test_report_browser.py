@@ -17,6 +17,7 @@ from spark_trace_analysis.definitions import METRICS
 from spark_trace_analysis.report import behaviour_table, figures
 
 runner = CliRunner()
+pytestmark = pytest.mark.xdist_group("spark")
 
 SECTIONS = ["summary", "configuration", "conformance", "coverage", "behaviour-profile",
             "behaviour-bug", "actions", "bad-rows", "definitions"]

@@ -260,6 +260,7 @@ def draw(chart: Chart, out: Path) -> Path:
     import matplotlib
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "kraftcheck"   # the same chart, byte-identical SVG
+    matplotlib.rcParams["svg.fonttype"] = "none"         # text stays text: small, searchable
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch
 
