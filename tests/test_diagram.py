@@ -126,3 +126,14 @@ def test_kraft_figure8_diagram_from_tlc(tmp_path, tlc_toolchain):
     assert r.exit_code == 0, r.output
     text = svg.read_text()
     assert "LeaderCompleteness is violated" in text and "HWM 1" in text and "Leader e3" in text
+
+
+@pytest.mark.tlc
+def test_demo_review_stage(tmp_path, tlc_toolchain):
+    from kraftcheck.commands.demo import REVIEW_DIAGRAM, _stage_review
+
+    s = _stage_review(tmp_path, False)
+    assert s["ok"] and s["problems"] == []
+    assert (tmp_path / "spec" / "index.html").is_file() and (tmp_path / "spec" / "KRaft.html").is_file()
+    svg = (tmp_path / "diagrams" / f"{REVIEW_DIAGRAM}.svg").read_text()
+    assert "NoAckedRecordLost is violated" in svg
