@@ -102,3 +102,12 @@ def test_no_machine_paths_in_the_guides():
             if re.search(r"(?<![\w.])/(work|home|root|tmp|Users|opt)/", ln):
                 bad.append(f"{p.relative_to(REPO_ROOT)}:{no}: {ln.strip()}")
     assert not bad, "machine paths in the guides:\n" + "\n".join(bad)
+
+
+def test_images_the_guides_show_exist():
+    missing = []
+    for p in sorted(DOCS.glob("*.md")):
+        for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", p.read_text(encoding="utf-8")):
+            if not (p.parent / target).is_file():
+                missing.append(f"{p.name}: {target}")
+    assert not missing, missing

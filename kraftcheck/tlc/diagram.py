@@ -310,7 +310,9 @@ def draw(chart: Chart, out: Path) -> Path:
                                      lw=1.1, color=colour, linestyle="--" if in_flight else "-",
                                      zorder=2))
         if a.lost:
-            ax.text(x1, y1, "✕ lost", color=colour, fontsize=7, ha="left", va="center", zorder=5)
+            ax.text(x1, y1, f" ✕ lost (to {a.dst})", color=colour, fontsize=7, ha="left",
+                    va="center", zorder=5,
+                    bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))
         xm, ym = x0 + (x1 - x0) * 0.35, y0 + (y1 - y0) * 0.35
         ax.text(xm, ym, a.label + (" (in flight)" if in_flight else ""), fontsize=6.2,
                 ha="center", va="center", color=colour, zorder=3,
