@@ -36,3 +36,10 @@ lock:
 # >= 10,000 mutated inputs per parser of untrusted input; prints the crash counts (target 0)
 fuzz: setup
 	.venv/bin/python benchmarks/fuzz.py --inputs 10000
+
+# The spec typeset for design review: out/spec/index.html (HTML of every module) and
+# out/spec/NAME.pdf (tla2tex).  Installs pdflatex first (scripts/setup-latex.sh), only here.
+.PHONY: spec-pdf
+spec-pdf: setup
+	bash scripts/setup-latex.sh
+	.venv/bin/kraftcheck spec typeset --pdf --out out/spec

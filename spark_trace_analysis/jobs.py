@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kraftcheck.output import write_atomic
-from spark_trace_analysis import conformance, coverage, ingest, metrics, validate
+from spark_trace_analysis import conformance, coverage, ingest, metrics, run_config, validate
 from spark_trace_analysis.graph import GraphError, load_graph_tables
 from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
@@ -55,11 +55,13 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
               graph: str | None = None,
               verdicts: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
               master: str | None = None, progress: Progress | None = None,
-              sample_unvisited: int = 20, graph_bounds: str | None = None) -> dict:
+              sample_unvisited: int = 20, graph_bounds: str | None = None,
+              command: str | None = None) -> dict:
     """Run every stage; returns the summary (also written to out/summary.json) with
     `report` = the path of out/report.html.  Raises InputError / GraphError on bad input.
     graph_bounds: the config a dot-dump graph was explored under (coverage leaves out traces
-    whose header names other bounds)."""
+    whose header names other bounds).  command: the command line that asked for the run, shown
+    in the report's configuration section."""
     say = progress or (lambda _m: None)
     t0 = time.monotonic()
     out = Path(out).resolve()
@@ -70,7 +72,8 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
-        summary = _run(files, vfiles, tmp, graph, master, say, sample_unvisited, graph_bounds)
+        summary = _run(files, vfiles, tmp, graph, master, say, sample_unvisited, graph_bounds,
+                       command)
         summary["seconds"] = round(time.monotonic() - t0, 1)
         summary["out"] = str(out)
         summary["report"] = str(out / "report.html")
@@ -85,7 +88,7 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
 
 
 def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int,
-         graph_bounds: str | None) -> dict:
+         graph_bounds: str | None, command: str | None = None) -> dict:
     if graph_bounds and not graph_src:
         raise InputError("--graph-bounds needs --graph")
     say("starting Spark")
@@ -194,11 +197,13 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     el = _write(metrics.election_latencies(ps), tmp / "election_latency", 2)
     cl = _write(metrics.commit_latencies(ps), tmp / "commit_latency", 2)
     mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
+    mb = _write(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
 
     tables["conformance"] = _rows(conf)
     tables["first_failure"] = _rows(ff)
     tables["actions"] = _rows(acts)
     tables["metrics_by_profile"] = _rows(mp)
+    tables["metrics_by_bug"] = _rows(mb)
     tables["election_latency_hist"] = _rows(
         _write(metrics.latency_histogram(el), tmp / "election_latency_hist"))
     tables["commit_latency_hist"] = _rows(
@@ -210,5 +215,10 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
             spark.read.parquet(str(tmp / "bad_rows_verdicts")).orderBy("file", "line"), 50)
     summary["conformance"] = tables["conformance"]
     summary["metrics_by_profile"] = tables["metrics_by_profile"]
+    summary["metrics_by_bug"] = tables["metrics_by_bug"]
+    say("describing the run's configuration")
+    summary["configuration"] = run_config.describe(
+        traces, files, command, graph_src, g.bounds if g is not None else graph_bounds,
+        list(vfiles) if vfiles else None)
     summary["_tables"] = tables
     return summary

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from spark_trace_analysis.fields import HIST_BINS, hist_grid
 
 __all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies",
-           "metrics_by_profile", "latency_histogram"]
+           "metrics_by_profile", "metrics_by_bug", "latency_histogram"]
 
 KEYS = ("trace_id", "protocol", "fault_profile", "bug")
 
@@ -118,8 +118,11 @@ def commit_latencies(ps: DataFrame) -> DataFrame:
             .join(keys, "trace_id"))
 
 
-def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame) -> DataFrame:
-    g = ("protocol", "fault_profile")
+def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame,
+                       by: tuple[str, ...] = ("protocol", "fault_profile")) -> DataFrame:
+    """The protocol metrics per group: by protocol and fault profile (the default), or by
+    other columns of the trace metrics (metrics_by_bug)."""
+    g = by
     a = tm.groupBy(*g).agg(
         F.count(F.lit(1)).alias("traces"),
         F.avg("elections").alias("elections_per_trace"),
@@ -142,6 +145,12 @@ def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame) -> DataFrame
         F.percentile_approx("latency_ms", 0.95).alias("commit_latency_p95"),
         F.max("latency_ms").alias("commit_latency_max"))
     return a.join(b, list(g), "left").join(c, list(g), "left").orderBy(*g)
+
+
+def metrics_by_bug(tm: DataFrame, el: DataFrame, cl: DataFrame) -> DataFrame:
+    """metrics_by_profile grouped by protocol, fault profile and planted bug (`none`: no bug
+    planted), so that a bug's runs compare with bug-free runs under the same faults."""
+    return metrics_by_profile(tm, el, cl, by=("protocol", "fault_profile", "bug"))
 
 
 HIST_SCHEMA = ("protocol string, fault_profile string, bin long, lo long, hi long, "

@@ -1,8 +1,13 @@
-"""The self-contained HTML report: jinja2 template, matplotlib PNGs embedded as base64.
+"""The self-contained HTML report: the jinja2 template templates/report.html.j2, matplotlib
+PNGs embedded as base64.
 
-Plots: coverage by action, election and commit latency histograms, trace verdicts by fault
-profile and by planted bug, the first failing step.  Inputs are the small result tables,
-already collected to the driver as lists of dicts.
+Sections: the run's configuration (commands, bounds, fault profiles, timeouts), verdicts by
+fault profile and planted bug, coverage of the spec, protocol behaviour per fault profile and
+per planted bug against the `none` baseline, actions, bad rows, and the definition of every
+metric (definitions.py; each heading links to its definition).  Plots: coverage by action,
+election and commit latency histograms, trace verdicts by fault profile and by planted bug,
+the first failing step; legends sit outside the axes, so they never cover data.  Inputs are
+the small result tables, already collected to the driver as lists of dicts.
 """
 
 from __future__ import annotations
@@ -16,22 +21,38 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
-from jinja2 import Environment, select_autoescape  # noqa: E402
+from pathlib import Path  # noqa: E402
 
-__all__ = ["render_report"]
+from jinja2 import Environment, FileSystemLoader, select_autoescape  # noqa: E402
+
+from spark_trace_analysis.definitions import METRICS, by_key  # noqa: E402
+
+__all__ = ["render_report", "figures", "behaviour_table"]
 
 VERDICT_COLORS = {"valid": "#2e7d32", "invalid": "#c62828", "out_of_scope": "#9e9e9e",
                   "malformed": "#ef6c00", "unchecked": "#90caf9"}
 
 
-def _png(fig) -> str:
+TEMPLATES = Path(__file__).parent / "templates"
+NO_BUG = "none"
+
+
+def _legend_outside(ax, **kw) -> None:
+    """The legend to the right of the axes, outside them: it never covers data (the PNG is
+    saved with bbox_inches="tight", so the figure grows to hold it)."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8, **kw)
+
+
+def _png(fig) -> str | None:
+    if fig is None:
+        return None
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode()
 
 
-def _coverage_plot(actions: list[dict]) -> str | None:
+def _coverage_plot(actions: list[dict]):
     rows = sorted((a for a in actions if a["edges"] > 0), key=lambda a: a["edge_share"] or 0)
     if not rows:
         return None
@@ -50,10 +71,10 @@ def _coverage_plot(actions: list[dict]) -> str | None:
     ax.set_xlabel("edges of the state graph visited by the corpus (%)")
     ax.set_title("Coverage by action (red: never exercised)")
     ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
+    return fig
 
 
-def _latency_plot(hist: list[dict], title: str, what: str) -> str | None:
+def _latency_plot(hist: list[dict], title: str, what: str):
     """Step histograms, one per protocol/fault profile, of a latency histogram table
     (metrics.latency_histogram: one grid of equal bins for all groups), each as the share of
     its group's count so that profiles of different sizes compare."""
@@ -75,12 +96,12 @@ def _latency_plot(hist: list[dict], title: str, what: str) -> str | None:
     ax.set_xlabel(f"virtual ms (bins of {width} ms)")
     ax.set_ylabel(f"share of {what} (%)")
     ax.set_title(title)
-    ax.legend(fontsize=8)
+    _legend_outside(ax, title="protocol/fault profile")
     ax.grid(alpha=0.3)
-    return _png(fig)
+    return fig
 
 
-def _stacked(rows: list[dict], key: str, title: str) -> str | None:
+def _stacked(rows: list[dict], key: str, title: str):
     groups: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for r in rows:
         g = f"{r['protocol']}/{r[key]}"
@@ -99,12 +120,12 @@ def _stacked(rows: list[dict], key: str, title: str) -> str | None:
     ax.set_xlabel("traces")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
+    _legend_outside(ax, title="verdict")
     ax.grid(axis="x", alpha=0.3)
-    return _png(fig)
+    return fig
 
 
-def _failing_steps(rows: list[dict]) -> str | None:
+def _failing_steps(rows: list[dict]):
     by: dict[int, int] = defaultdict(int)
     for r in rows:
         by[r["failing_step"]] += r["traces"]
@@ -120,120 +141,13 @@ def _failing_steps(rows: list[dict]) -> str | None:
     ax.set_xlabel("step")
     ax.set_ylabel("traces")
     ax.grid(axis="y", alpha=0.3)
-    return _png(fig)
+    return fig
 
 
-_TEMPLATE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>kraftcheck stats</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-h1{font-size:1.6em} h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
-table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
-td,th{border:1px solid #ddd;padding:3px 7px;text-align:right} th{background:#f4f4f4}
-td.l,th.l{text-align:left} .kpi{display:inline-block;margin:0 2em 1em 0}
-.kpi b{display:block;font-size:1.7em} img{max-width:100%} .muted{color:#777}
-pre{background:#f8f8f8;padding:.5em;font-size:.8em;overflow-x:auto}
-</style></head><body>
-<h1>kraftcheck stats: conformance of {{ s.traces }} traces</h1>
-<p class="muted">{{ s.steps }} steps from {{ s.files }} files; master {{ s.master }};
-{{ s.seconds }} s.</p>
-<div>
-<span class="kpi"><b>{{ s.verdicts.valid or 0 }}</b>valid</span>
-<span class="kpi"><b>{{ s.verdicts.invalid or 0 }}</b>invalid</span>
-<span class="kpi"><b>{{ s.verdicts.out_of_scope or 0 }}</b>out of scope</span>
-<span class="kpi"><b>{{ s.verdicts.malformed or 0 }}</b>malformed</span>
-<span class="kpi"><b>{{ s.bad_rows }}</b>bad rows</span>
-{% if cov %}<span class="kpi"><b>{{ "%.1f"|format(100*(cov.state_share or 0)) }}%</b>spec states visited</span>{% endif %}
-{% if s.verdict_bad_rows is defined %}<span class="kpi"><b>{{ s.verdict_bad_rows }}</b>bad verdict rows</span>{% endif %}
-</div>
-<p>Verdicts from: {{ s.verdict_source }}.{% if s.agreement %} Distributed validation and the
-checker's verdicts agree on {{ s.agreement.agree }} of {{ s.agreement.compared }} traces
-({{ s.agreement.checker_only }} with a checker verdict only, {{ s.agreement.spark_only }} with a
-distributed verdict only).{% endif %}{% if s.verdicts_unmatched %} {{ s.verdicts_unmatched }}
-checker verdicts name no trace of the corpus.{% endif %}</p>
-{% if disagreements %}<details open><summary>Traces on which they disagree
-({{ s.agreement.disagree }}{% if s.agreement.disagree > disagreements|length %}, first {{ disagreements|length }} shown; all are in disagreements/{% endif %})</summary>
-<table><tr><th class="l">trace</th><th class="l">side</th><th class="l">checker</th><th class="l">distributed</th></tr>
-{% for d in disagreements %}<tr><td class="l">{{ d.trace_id or d.file }}</td><td class="l">{{ d.side }}</td>
-<td class="l">{{ d.checker_verdict or "" }}{% if d.checker_step is not none %} at {{ d.checker_step }} ({{ d.checker_action }}){% endif %}</td>
-<td class="l">{{ d.spark_verdict or "" }}{% if d.spark_step is not none %} at {{ d.spark_step }} ({{ d.spark_action }}){% endif %}</td></tr>{% endfor %}
-</table></details>{% endif %}
-
-<h2>Failures by fault profile and planted bug</h2>
-{% for img in [plots.by_profile, plots.by_bug, plots.failing] if img %}<img src="data:image/png;base64,{{ img }}">{% endfor %}
-<table><tr><th class="l">protocol</th><th class="l">fault profile</th><th class="l">bug</th>
-<th>traces</th><th>valid</th><th>invalid</th><th>out of scope</th><th>malformed</th>
-<th>steps valid</th><th>steps invalid</th><th>steps unchecked</th></tr>
-{% for r in conformance %}<tr><td class="l">{{ r.protocol }}</td><td class="l">{{ r.fault_profile }}</td>
-<td class="l">{{ r.bug }}</td><td>{{ r.traces }}</td><td>{{ r.traces_valid }}</td>
-<td>{{ r.traces_invalid }}</td><td>{{ r.traces_out_of_scope }}</td><td>{{ r.traces_malformed }}</td>
-<td>{{ r.steps_valid }}</td><td>{{ r.steps_invalid }}</td><td>{{ r.steps_unchecked }}</td></tr>{% endfor %}
-</table>
-
-<h2>Coverage of the spec</h2>
-{% if cov %}
-<p>State graph <b>{{ cov.graph }}</b> ({{ cov.protocol }}): {{ cov.states_visited }} of
-{{ cov.states }} states ({{ "%.1f"|format(100*(cov.state_share or 0)) }}%),
-{{ cov.edges_visited }} of {{ cov.edges }} edges ({{ "%.1f"|format(100*(cov.edge_share or 0)) }}%),
-{{ cov.actions_visited }} of {{ cov.actions }} actions.
-{{ cov.trace_states_outside }} distinct trace states are outside the graph.</p>
-<p>Bounds: {% if cov.graph_bounds %}the graph was explored under <b>{{ cov.graph_bounds }}</b>;
-{{ cov.traces_in_coverage }} of {{ cov.traces }} {{ cov.protocol }} traces count
-({{ cov.traces_bounds_unstated }} of them state no bounds){% else %}the graph's config is not
-known (give --graph-bounds CFG for a dot dump): all {{ cov.traces_in_coverage }} {{ cov.protocol }}
-traces count, their bounds unchecked{% endif %}.</p>
-{% if s.coverage_bounds %}<table><tr><th class="l">trace bounds</th><th class="l">compared with the graph's</th><th>traces</th></tr>
-{% for b in s.coverage_bounds %}<tr><td class="l">{{ b.bounds or "(none stated)" }}</td><td class="l">{{ b.bounds_match }}</td><td>{{ b.traces }}</td></tr>{% endfor %}
-</table>{% endif %}
-{% if excluded %}<p><b>Left out of the coverage ({{ cov.traces_other_bounds }} traces made under other bounds):</b>
-{% for e in excluded %}{{ e.trace_id }} ({{ e.bounds }}){{ ", " if not loop.last }}{% endfor %}{% if cov.traces_other_bounds > excluded|length %}, ... (all in coverage_traces/){% endif %}</p>{% endif %}
-{% if plots.coverage %}<img src="data:image/png;base64,{{ plots.coverage }}">{% endif %}
-<p><b>Actions never exercised:</b> {{ never|join(", ") if never else "none" }}</p>
-<details><summary>A sample of {{ unvisited|length }} states never visited</summary>
-{% for u in unvisited %}<pre>{{ u.label }}</pre>{% endfor %}</details>
-{% else %}<p class="muted">No state graph given (--graph): coverage not computed.</p>{% endif %}
-
-<h2>Protocol behaviour by fault profile</h2>
-{% for img in [plots.election, plots.commit] if img %}<img src="data:image/png;base64,{{ img }}">{% endfor %}
-<table><tr><th class="l">protocol</th><th class="l">fault profile</th><th>traces</th>
-<th>elections / trace</th><th>election p50 / p95 ms</th><th>commit p50 / p95 ms</th>
-<th>leaderless share</th><th>truncations / trace</th><th>max depth</th><th>HWM lag avg / max</th>
-<th>unclean recoveries</th><th>data-loss events</th></tr>
-{% for r in metrics %}<tr><td class="l">{{ r.protocol }}</td><td class="l">{{ r.fault_profile }}</td>
-<td>{{ r.traces }}</td><td>{{ "%.2f"|format(r.elections_per_trace or 0) }}</td>
-<td>{{ r.election_latency_p50 }} / {{ r.election_latency_p95 }}</td>
-<td>{{ r.commit_latency_p50 }} / {{ r.commit_latency_p95 }}</td>
-<td>{{ "%.1f%%"|format(100*(r.leaderless_share_avg or 0)) }}</td>
-<td>{{ "%.2f"|format(r.truncations_per_trace or 0) }}</td><td>{{ r.max_truncation_depth }}</td>
-<td>{{ "%.2f"|format(r.hwm_lag_avg or 0) }} / {{ r.hwm_lag_max }}</td>
-<td>{{ r.unclean_recoveries }}</td><td>{{ r.data_loss_events }}</td></tr>{% endfor %}
-</table>
-
-<h2>Actions</h2>
-<table><tr><th class="l">protocol</th><th class="l">action</th><th>steps</th><th>traces</th>
-<th>failing steps</th></tr>
-{% for r in actions %}<tr><td class="l">{{ r.protocol }}</td><td class="l">{{ r.action }}</td>
-<td>{{ r.steps }}</td><td>{{ r.traces }}</td><td>{{ r.failures }}</td></tr>{% endfor %}
-</table>
-
-<h2>Bad rows ({{ s.bad_rows }})</h2>
-{% if bad %}<table><tr><th class="l">file</th><th>line</th><th class="l">reason</th><th class="l">kept as a step</th></tr>
-{% for b in bad %}<tr><td class="l">{{ b.file }}</td><td>{{ b.line }}</td><td class="l">{{ b.reason }}</td><td class="l">{{ "yes" if b.in_steps else "no" }}</td></tr>{% endfor %}
-</table>{% if s.bad_rows > bad|length %}<p class="muted">first {{ bad|length }} shown; all are in bad_rows/.</p>{% endif %}
-{% else %}<p>None.</p>{% endif %}
-{% if s.verdict_bad_rows is defined %}<h2>Bad verdict rows ({{ s.verdict_bad_rows }})</h2>
-{% if bad_verdicts %}<table><tr><th class="l">file</th><th>line</th><th class="l">reason</th><th class="l">text</th></tr>
-{% for b in bad_verdicts %}<tr><td class="l">{{ b.file }}</td><td>{{ b.line }}</td><td class="l">{{ b.reason }}</td><td class="l">{{ b.text }}</td></tr>{% endfor %}
-</table>{% if s.verdict_bad_rows > bad_verdicts|length %}<p class="muted">first {{ bad_verdicts|length }} shown; all are in bad_rows_verdicts/.</p>{% endif %}
-{% else %}<p>None.</p>{% endif %}{% endif %}
-</body></html>
-"""
-
-
-def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
-    cov_actions = tables.get("coverage_actions") or []
-    plots = {
-        "coverage": _coverage_plot(cov_actions),
+def figures(tables: dict[str, list[dict]]) -> dict:
+    """The report's matplotlib figures (None where there is nothing to plot)."""
+    return {
+        "coverage": _coverage_plot(tables.get("coverage_actions") or []),
         "by_profile": _stacked(_sum_by(tables["conformance"], "fault_profile"), "fault_profile",
                                "Trace verdicts by fault profile"),
         "by_bug": _stacked(_sum_by(tables["conformance"], "bug"), "bug",
@@ -244,16 +158,95 @@ def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
         "commit": _latency_plot(tables.get("commit_latency_hist") or [],
                                 "Commit latency by fault profile", "committed offsets"),
     }
+
+
+# The behaviour tables: (definition key, heading or None for the definition's name, the
+# fields shown in the cell as "a / b", each with its format: a str.format pattern or "pct").
+INT, DEC, PCT = "{:,}", "{:.2f}", "pct"
+_COLUMNS = (
+    ("traces", None, (("traces", INT),)),
+    ("elections_per_trace", None, (("elections_per_trace", DEC),)),
+    ("election_latency", "election p50 / p95 ms", (("election_latency_p50", INT),
+                                                   ("election_latency_p95", INT))),
+    ("commit_latency", "commit p50 / p95 ms", (("commit_latency_p50", INT),
+                                               ("commit_latency_p95", INT))),
+    ("leaderless_share", None, (("leaderless_share_avg", PCT),)),
+    ("truncations_per_trace", None, (("truncations_per_trace", DEC),)),
+    ("max_truncation_depth", None, (("max_truncation_depth", INT),)),
+    ("hwm_lag", "HWM lag avg / max", (("hwm_lag_avg", DEC), ("hwm_lag_max", INT))),
+    ("unclean_recoveries", None, (("unclean_recoveries", INT),)),
+    ("data_loss_events", None, (("data_loss_events", INT),)),
+)
+
+
+def _fmt(v, fmt: str) -> str:
+    if v is None:
+        return "–"
+    if fmt == PCT:
+        return f"{100 * v:.1f}%"
+    return fmt.format(v)
+
+
+def _delta(v, base, fmt: str) -> tuple[str, float]:
+    if v is None or base is None:
+        return "–", 0.0
+    d = v - base
+    if fmt == PCT:
+        return f"{100 * d:+.1f} pt", d
+    if fmt == INT:
+        return f"{d:+,}", d
+    return f"{d:+.2f}", d
+
+
+def behaviour_table(rows: list[dict], key: str, within: tuple[str, ...] = ()) -> dict:
+    """Rows of metrics_by_profile / metrics_by_bug as cells, each with its difference from the
+    baseline: the row of the same protocol (and the same `within` columns, e.g. the fault
+    profile for planted bugs) whose `key` is `none`."""
+    match = ("protocol",) + tuple(within)
+    ident = lambda r: tuple(r.get(m) for m in match)  # noqa: E731
+    base = {ident(r): r for r in rows if r.get(key) == NO_BUG}
+    out = []
+    for r in sorted(rows, key=lambda r: (tuple(str(x) for x in ident(r)), r.get(key) != NO_BUG,
+                                         r.get(key) or "")):
+        b = base.get(ident(r))
+        is_base = r.get(key) == NO_BUG
+        cells = []
+        for mkey, _label, fields in _COLUMNS:
+            value = " / ".join(_fmt(r.get(f), fmt) for f, fmt in fields)
+            delta, trend = "", ""
+            if b is not None and not is_base and mkey != "traces":
+                parts = [_delta(r.get(f), b.get(f), fmt) for f, fmt in fields]
+                delta = " / ".join(p[0] for p in parts)
+                total = sum(p[1] for p in parts)
+                trend = "up" if total > 0 else ("down" if total < 0 else "")
+            cells.append({"value": value, "delta": delta, "trend": trend})
+        out.append({"protocol": r["protocol"], "context": [r.get(w) for w in within],
+                    "group": r.get(key), "baseline": is_base, "cells": cells})
+    defs = by_key()
+    columns = [{"key": k, "label": label or defs[k].name} for k, label, _f in _COLUMNS]
+    missing = sorted({"/".join(str(x) for x in ident(r)) for r in rows} -
+                     {"/".join(str(x) for x in k) for k in base})
+    return {"rows": out, "columns": columns, "missing_baseline": missing,
+            "context": [w.replace("_", " ") for w in within]}
+
+
+def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
+    cov_actions = tables.get("coverage_actions") or []
+    plots = {k: _png(f) for k, f in figures(tables).items()}
     cov = (tables.get("coverage_summary") or [None])[0]
     never = [a["action"] for a in cov_actions if a["in_graph"] and a["edges_visited"] == 0]
-    env = Environment(autoescape=select_autoescape(default=True, default_for_string=True))
-    return env.from_string(_TEMPLATE).render(
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)),
+                      autoescape=select_autoescape(default=True, default_for_string=True))
+    return env.get_template("report.html.j2").render(
         s=summary, plots=plots, cov=cov, never=never, unvisited=tables.get("unvisited_states") or [],
-        conformance=tables["conformance"], metrics=tables.get("metrics_by_profile") or [],
+        conformance=tables["conformance"],
+        by_profile=behaviour_table(tables.get("metrics_by_profile") or [], "fault_profile"),
+        by_bug=behaviour_table(tables.get("metrics_by_bug") or [], "bug", ("fault_profile",)),
         actions=tables.get("actions") or [], bad=(tables.get("bad_rows") or [])[:50],
         bad_verdicts=(tables.get("bad_rows_verdicts") or [])[:50],
         disagreements=(tables.get("disagreements") or [])[:50],
-        excluded=(tables.get("coverage_excluded") or [])[:50])
+        excluded=(tables.get("coverage_excluded") or [])[:50],
+        defs=by_key(), metric_list=METRICS)
 
 
 def _sum_by(rows: list[dict], key: str) -> list[dict]:

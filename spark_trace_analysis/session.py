@@ -4,6 +4,9 @@ Settings this machine needs are set here, not by the user: the web UI is off, me
 shuffles use few partitions, and the Python workers run the interpreter of the driver (so they
 see pyarrow and this project).  `--master spark://HOST:PORT` runs the same job on a cluster.
 
+The driver JVM's output (log4j, JVM warnings) goes to driver_log(), not to the terminal; a
+command that fails because Spark failed names that file.
+
 Where the driver listens depends on the master (`driver_network`):
   * local[...] or a spark:// master on loopback (127.x, localhost, ::1): everything binds to
     127.0.0.1 (SPARK_LOCAL_IP unless the user set it, spark.driver.host and bindAddress, and
@@ -15,15 +18,17 @@ Where the driver listens depends on the master (`driver_network`):
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 from kraftcheck.paths import REPO_ROOT, work_dir
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
-           "driver_network"]
+           "driver_network", "driver_log"]
 
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
@@ -74,6 +79,30 @@ def _prepare_env(env_defaults: Mapping[str, str]) -> None:
         os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(REPO_ROOT), pp) if x)
 
 
+def driver_log() -> Path:
+    """Where the Spark driver JVM's own output goes (its log4j lines, JVM warnings, a failing
+    gateway's error): .kraftcheck-work/spark/driver.log, never the terminal."""
+    return work_dir() / "spark" / "driver.log"
+
+
+@contextlib.contextmanager
+def _stderr_to(path: Path) -> Iterator[None]:
+    """Point file descriptor 2 at `path` while the JVM is launched, so the JVM (and the Python
+    workers it forks) inherit it; this process's stderr is restored right after."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
 def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats",
                 shuffle_partitions: int = 8, driver_memory: str = "1g",
                 executor_memory: str = "1g", extra: dict[str, str] | None = None):
@@ -114,7 +143,8 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
     b = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         b = b.config(k, v)
-    spark = b.getOrCreate()
+    with _stderr_to(driver_log()):   # Spark's start-up banner and log lines stay off the terminal
+        spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

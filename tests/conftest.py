@@ -21,3 +21,9 @@ def tlc_toolchain():
         return toolchain()
     except ToolchainError as e:  # pragma: no cover - CI installs Java via `make test`
         pytest.fail(f"TLC toolchain unusable: {e}")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--rewrite", action="store_true", default=False,
+                     help="tests/test_transcripts.py: write the actual outputs into the "
+                          "transcripts instead of comparing")

@@ -11,6 +11,9 @@ Stages, each reported in the summary (out/demo/summary.json):
                HTML report with plots (out/demo/stats/report.html)
   5. proofs    the z3 proofs of the shared rules (`kraftcheck prove`): every obligation must
                come out as expected (rules proved, planted variants and findings refuted)
+  6. review    the reviewer's artefacts: the spec typeset as HTML (out/demo/spec/index.html)
+               and the counterexample of REVIEW_DIAGRAM drawn as a message-sequence chart
+               (out/demo/diagrams/NAME.svg)
 """
 
 from __future__ import annotations
@@ -137,6 +140,37 @@ def _stage_proofs(show: bool) -> dict:
                             for r in s["obligations"]]}
 
 
+# The bug config whose counterexample the demo draws: KIP-966's last-replica-standing story.
+REVIEW_DIAGRAM = "elr-bug-elr-disabled"
+
+
+def _stage_review(out: Path, show: bool) -> dict:
+    from kraftcheck.paths import SPEC_DIR
+    from kraftcheck.tlc.diagram import DiagramError, draw_counterexample
+    from kraftcheck.tlc.manifest import find_entry
+    from kraftcheck.tlc.runner import run_config
+    from kraftcheck.typeset import TypesetError, load_modules, render_html
+    t0 = time.monotonic()
+    problems = []
+    try:
+        pages = render_html(load_modules(SPEC_DIR), out / "spec")
+    except (OSError, TypesetError) as e:
+        pages, problems = [], problems + [f"typeset: {e}"]
+    r = run_config(find_entry(REVIEW_DIAGRAM))
+    diagram = out / "diagrams" / f"{REVIEW_DIAGRAM}.svg"
+    try:
+        draw_counterexample(r.to_json(), diagram)
+    except DiagramError as e:
+        diagram, problems = None, problems + [f"diagram: {e}"]
+    if show:
+        console.print(f"review: {len(pages)} spec pages in {out / 'spec'}; "
+                      f"diagram of {REVIEW_DIAGRAM} ({r.violated}): {diagram}")
+    return {"stage": "review", "ok": r.as_expected and not problems, "problems": problems,
+            "spec_html": str(out / "spec" / "index.html") if pages else None,
+            "diagram": str(diagram) if diagram else None,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
 def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where outputs go."),
          profile: str = typer.Option("ci", help="TLC profile to run."),
          only: str = typer.Option(None, help="Only TLC configs whose name matches this regex."),
@@ -156,6 +190,7 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
     stages.append(_stage_validate(out, show))
     stages.append(_stage_stats(out, show))
     stages.append(_stage_proofs(show))
+    stages.append(_stage_review(out, show))
     summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
@@ -194,6 +229,9 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                               f"variants and findings) in {s['seconds']}s  {mark}"
                               + (f"  not as expected: {', '.join(s['not_as_expected'])}"
                                  if s["not_as_expected"] else ""))
+            elif s["stage"] == "review":
+                console.print(f"review: spec {s['spec_html']}, diagram {s['diagram']}: "
+                              f"{s['seconds']}s  {mark}")
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
 

@@ -17,7 +17,10 @@ from typing import List, Optional
 
 import typer
 
+from kraftcheck.choices import choice_option
 from kraftcheck.output import console, err_console, print_json, safe
+from refimpl.sim.faults import PROFILES as FAULT_PROFILES
+from refimpl.sim.runner import PROTOCOLS
 
 __all__ = ["register"]
 
@@ -49,11 +52,11 @@ def _list_bugs(as_json: bool) -> None:
 
 
 def simulate(
-    protocol: str = typer.Option("kraft", "--protocol", help="kraft (KIP-595) or elr (KIP-966)."),
+    protocol: str = choice_option("kraft", "--protocol", values=tuple(PROTOCOLS), what="protocol",
+                                  help="kraft (KIP-595) or elr (KIP-966)."),
     seeds: str = typer.Option("0:9", "--seeds", help="Seeds: N, A:B (inclusive) or a comma list."),
-    faults: str = typer.Option("chaos", "--faults",
-                               help="Fault profile: none, lossy, partitions, crashes, chaos, "
-                                    "delays, disk-loss."),
+    faults: str = choice_option("chaos", "--faults", values=tuple(FAULT_PROFILES),
+                                what="fault profile", help="Fault profile (refimpl/sim/faults.py)."),
     steps: int = typer.Option(1000, "--steps", help="Steps per trace (after Init)."),
     out: Optional[Path] = typer.Option(None, "--out", help="Folder for traces and manifest.json."),
     bounds: Optional[Path] = typer.Option(None, "--bounds", help="TLC .cfg whose CONSTANTS bound the run."),

@@ -11,6 +11,8 @@ or when Spark fails (no cluster at --master, a job error): the message says whic
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -30,7 +32,9 @@ def stats(
     graph_bounds: str = typer.Option(None, "--graph-bounds",
                                      help="The config a dot-dump --graph was explored under: "
                                           "coverage leaves out traces of other bounds."),
-    verdicts: Path = typer.Option(None, "--verdicts", help="Verdicts of `kraftcheck validate`."),
+    verdicts: list[Path] = typer.Option(None, "--verdicts",
+                                        help="Verdicts of `kraftcheck validate` (a file or "
+                                             "folder; repeat --verdicts for several)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Conformance, coverage and protocol metrics of a trace corpus, with an HTML report."""
@@ -43,8 +47,9 @@ def stats(
 
     try:
         s = run_stats([str(p) for p in corpus], out, graph=graph,
-                      verdicts=str(verdicts) if verdicts else None, master=master,
-                      progress=progress, graph_bounds=graph_bounds)
+                      verdicts=[str(v) for v in verdicts] if verdicts else None, master=master,
+                      progress=progress, graph_bounds=graph_bounds,
+                      command=shlex.join(["kraftcheck", *sys.argv[1:]]))
     except (InputError, GraphError) as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2)
@@ -104,8 +109,19 @@ def spark_failure(e: BaseException) -> str | None:
             pass
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
     hint = ""
+    from spark_trace_analysis.session import driver_log
+
+    log = driver_log()
     if getattr(e, "getCondition", lambda: None)() == "JAVA_GATEWAY_EXITED":
-        hint = " (the JVM's own error is printed above)"
+        hint = f" (the JVM's own error is in {log})"
+        try:
+            tail = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()][-3:]
+            if tail:
+                hint += ": " + " | ".join(tail)
+        except OSError:
+            pass
+    elif log.is_file():
+        hint = f" (Spark's log: {log})"
     return f"{type(e).__name__}: {first[:500]}{hint}"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from kraftcheck.choices import choice_option
 from kraftcheck.output import console, err_console, print_json
 from kraftcheck.tlc.java import ToolchainError, toolchain
 from kraftcheck.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
@@ -53,7 +54,8 @@ def _fail(message: str, as_json: bool, code: int = 2) -> None:
 
 
 @tlc_app.command("list")
-def list_configs(profile: str = typer.Option(None, help="Only this profile (ci|deep|bugs)."),
+def list_configs(profile: str = choice_option(None, "--profile", values=PROFILES,
+                                              what="TLC profile", help="Only this profile."),
                  as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List the configs of the manifest (tlc_configs/*.toml)."""
     try:
@@ -72,8 +74,16 @@ def run(config: str = typer.Argument(..., help="Config name or tlc_configs/NAME.
         workers: int = typer.Option(None, help="TLC workers (default: the manifest's, 2)."),
         timeout: float = typer.Option(None, help="Wall-clock limit in seconds."),
         dump: Path = typer.Option(None, help="Also dump the state graph (dot, action labels)."),
+        diagram: Path = typer.Option(None, help="Draw the counterexample as a message-sequence "
+                                                "chart per replica (.svg, .png or .pdf)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
-    """Run TLC on one config; exit 1 unless the outcome is the expected one."""
+    """Run TLC on one config; exit 1 unless the outcome is the expected one.
+
+    With --diagram, exit 1 also when TLC found no counterexample to draw."""
+    from kraftcheck.tlc.diagram import FORMATS, DiagramError, draw_counterexample
+
+    if diagram is not None and diagram.suffix.lower() not in FORMATS:
+        _fail(f"--diagram {diagram}: the file must end in {', '.join(FORMATS)}", as_json)
     try:
         toolchain()
         entry = find_entry(config)
@@ -84,15 +94,57 @@ def run(config: str = typer.Argument(..., help="Config name or tlc_configs/NAME.
         r = run_config(entry, workers=workers, timeout=timeout, dump=dump.resolve() if dump else None,
                        progress=lambda g, d, q: prog.update(
                            task, stats=f"{d:,} distinct, {g:,} generated, {q:,} queued"))
+    drawn = None
+    if diagram is not None:
+        try:
+            drawn = draw_counterexample(r.to_json(), diagram)
+        except DiagramError as e:
+            drawn = e
     if as_json:
-        print_json(r.to_json())
+        doc = r.to_json()
+        if diagram is not None:
+            doc["diagram"] = str(drawn) if isinstance(drawn, Path) else None
+            if isinstance(drawn, DiagramError):
+                doc["diagram_error"] = str(drawn)
+        print_json(doc)
     else:
         print_result(console, r)
-    raise typer.Exit(0 if r.as_expected else 1)
+        if isinstance(drawn, Path):
+            console.print(f"diagram: {drawn}")
+        elif isinstance(drawn, DiagramError):
+            err_console.print(f"[red]error:[/] {drawn}")
+    raise typer.Exit(0 if r.as_expected and not isinstance(drawn, DiagramError) else 1)
+
+
+@tlc_app.command("diagram")
+def diagram_cmd(result: Path = typer.Argument(..., help="A result saved by `tlc run --json`."),
+                out: Path = typer.Option(..., "--out", help="The chart (.svg, .png or .pdf)."),
+                as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Draw the counterexample of a saved TLC result as a message-sequence chart."""
+    import json
+
+    from kraftcheck.tlc.diagram import DiagramError, draw_counterexample
+
+    try:
+        doc = json.loads(result.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict) or "name" not in doc:
+            raise DiagramError(f"{result}: not a `kraftcheck tlc run --json` result")
+        path = draw_counterexample(doc, out)
+    except OSError as e:
+        _fail(f"{result}: {e.strerror or e}", as_json)
+    except json.JSONDecodeError as e:
+        _fail(f"{result}: line {e.lineno}: not JSON ({e.msg})", as_json)
+    except (DiagramError, KeyError, TypeError) as e:
+        _fail(f"{result}: cannot draw: {e}", as_json)
+    if as_json:
+        print_json({"diagram": str(path)})
+    else:
+        console.print(f"diagram: {path}")
 
 
 @tlc_app.command("suite")
-def suite(profile: str = typer.Option("ci", help="ci | deep | bugs | all."),
+def suite(profile: str = choice_option("ci", "--profile", values=PROFILES + ("all",),
+                                      what="TLC profile", help="The profile to run."),
           only: str = typer.Option(None, help="Only configs whose name matches this regex."),
           workers: int = typer.Option(None, help="TLC workers per run."),
           timeout: float = typer.Option(None, help="Per-config wall-clock limit (seconds)."),
