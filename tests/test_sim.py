@@ -123,7 +123,8 @@ CHECKER_CAUGHT = {"hwm-no-current-epoch-check"}
 # Liveness bugs are caught by the liveness check once the faults stop
 # (tests/test_sim_liveness.py), not by the safety invariants of a chaos run.
 LIVENESS_CAUGHT = {b.name for b in bugs_for("kraft")
-                   if b.caught_by == ("LeaderElectedAndReplicasCaughtUp",)}
+                   if b.caught_by == ("LeaderElectedAndReplicasCaughtUp",)
+                   or any("trace liveness" in c for c in b.caught_by)}
 KRAFT_BUGS = [b.name for b in bugs_for("kraft")
               if b.name not in CHECKER_CAUGHT and b.name not in LIVENESS_CAUGHT]
 

@@ -110,6 +110,7 @@ def sims(tmp_path_factory) -> dict[str, list[Path]]:
 def test_planted_fetch_timer_bug_is_caught_and_the_correct_refimpl_is_not(sims):
     flagged = {p.name for p in sims["follower-fetch-timer-not-armed"]
                if check_liveness(read_trace(p))}
-    # seed 2 under chaos: two followers outlive their leader by more than the bound
-    assert "kraft-chaos-follower-fetch-timer-not-armed-2.jsonl" in flagged
+    # under chaos, within seeds 0-5 followers outlive their leader by more than the bound
+    # (which seeds depends on the refimpl's schedule; that some are flagged does not)
+    assert flagged, "follower-fetch-timer-not-armed not flagged in seeds 0-5"
     assert [p.name for p in sims["correct"] if check_liveness(read_trace(p))] == []
