@@ -76,6 +76,18 @@ def _stage_simulate(out: Path, seeds: int, show: bool) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+def _stage_liveness(seeds: int, show: bool) -> dict:
+    """KIP-595 liveness (issue 11): per default fault profile, `seeds` runs whose faults stop
+    at 20 s must recover within 15 s (refimpl/sim/liveness.py), with no invariant violated."""
+    from refimpl.sim.faults import DEFAULT_PROFILES
+    from refimpl.sim.liveness import liveness_profile
+    t0 = time.monotonic()
+    rows = [liveness_profile(p, range(seeds)) for p in DEFAULT_PROFILES]
+    ok = all(r["never_recovered"] == 0 and not r["safety_violations"] for r in rows)
+    return {"stage": "liveness", "ok": ok, "runs": rows,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
 def _stage_validate(out: Path, show: bool) -> dict:
     """Every corpus through the trace checker; each summary is kept as the stats stage's
     verdicts (out/verdicts/NAME.json), failing traces and diagnoses under out/validate/NAME."""
@@ -142,6 +154,7 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
     stages = [_stage_tlc(profile, only, show), _stage_simulate(out, seeds, show)]
     stages.append(_stage_validate(out, show))
     stages.append(_stage_stats(out, show))
+    stages.append(_stage_liveness(seeds, show))
     summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
@@ -172,6 +185,13 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                               f"{c.get('edges_visited')}/{c.get('edges')} edges, "
                               f"{c.get('actions_visited')}/{c.get('actions')} actions")
                 console.print(f"stats: {s['seconds']}s  {mark}  report: {s['report']}")
+            elif s["stage"] == "liveness":
+                for r in s["runs"]:
+                    rec = r["recovery_ms"]
+                    console.print(f"liveness {r['profile']}: {r['seeds']} runs, recovery after "
+                                  f"the faults p50 {rec['p50']} / max {rec['max']} ms, "
+                                  f"{r['never_recovered']} never recovered")
+                console.print(f"liveness: {s['seconds']}s  {mark}")
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
 
