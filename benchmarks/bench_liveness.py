@@ -27,58 +27,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from refimpl.kraft.adapter import KRaftAdapter  # noqa: E402
-from refimpl.sim.faults import DEFAULT_PROFILES, get_profile  # noqa: E402
-from refimpl.sim.simulator import Simulator  # noqa: E402
-
-
-def _dist(xs: list[int]) -> dict:
-    if not xs:
-        return {"p50": None, "p95": None, "max": None, "mean": None}
-    q = statistics.quantiles(xs, n=20, method="inclusive") if len(xs) > 1 else [xs[0]] * 19
-    return {"p50": int(statistics.median(xs)), "p95": int(q[18]), "max": max(xs),
-            "mean": int(statistics.fmean(xs))}
+from refimpl.sim.faults import DEFAULT_PROFILES  # noqa: E402
+from refimpl.sim.liveness import liveness_profile  # noqa: E402
 
 
 def bench(profiles: list[str], seeds: int, faults_until: int, bound: int,
           bug: str | None = None, progress=None) -> list[dict]:
-    rows = []
-    for prof in profiles:
-        p = get_profile(prof)
-        leaderless, longest, first, recovery, never, violated = [], [], [], [], [], []
-        t0 = time.perf_counter()
-        for seed in range(seeds):
-            r = Simulator(KRaftAdapter(bug=bug), seed, p, 10_000_000, trace=False,
-                          faults_until_ms=faults_until, liveness_bound_ms=bound,
-                          stop_when_recovered=True).run()
-            lv = r.liveness
-            leaderless.append(lv["leaderless_ms"])
-            longest.append(lv["longest_leaderless_ms"])
-            if lv["first_leader_ms"] is not None:
-                first.append(lv["first_leader_ms"])
-            if lv["verdict"] == "recovered":
-                recovery.append(lv["recovered_ms"])
-            else:
-                never.append(seed)
-            safety = [v for v in r.violations if v["invariant"] != "LeaderElectedAndReplicasCaughtUp"]
-            if safety:
-                violated.append((seed, safety[0]["invariant"]))
-            if progress:
-                progress(prof, seed)
-        rows.append({"profile": prof, "seeds": seeds, "faults_until_ms": faults_until,
-                     "bound_ms": bound, "bug": bug,
-                     "leaderless_ms": _dist(leaderless), "longest_leaderless_ms": _dist(longest),
-                     "first_leader_ms": _dist(first), "recovery_ms": _dist(recovery),
-                     "never_recovered": len(never), "never_recovered_seeds": never[:20],
-                     "safety_violations": violated[:20],
-                     "wall_s": round(time.perf_counter() - t0, 1)})
-    return rows
+    return [liveness_profile(prof, range(seeds), faults_until, bound, bug,
+                             (lambda seed, prof=prof: progress(prof, seed)) if progress else None)
+            for prof in profiles]
 
 
 def main() -> int:

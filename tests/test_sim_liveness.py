@@ -374,3 +374,11 @@ def test_cli_liveness_run_and_its_errors(tmp_path):
                         faults_until_ms=5)):
         with pytest.raises(UsageError):
             bad.validate()
+
+
+def test_demo_liveness_stage():
+    from kraftcheck.commands.demo import _stage_liveness
+    s = _stage_liveness(1, False)
+    assert s["stage"] == "liveness" and s["ok"]
+    assert [r["profile"] for r in s["runs"]] == list(DEFAULT_PROFILES)
+    assert all(r["never_recovered"] == 0 and r["seeds"] == 1 for r in s["runs"])

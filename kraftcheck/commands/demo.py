@@ -14,6 +14,8 @@ Stages, each reported in the summary (out/demo/summary.json):
   6. review    the reviewer's artefacts: the spec typeset as HTML (out/demo/spec/index.html)
                and the counterexample of REVIEW_DIAGRAM drawn as a message-sequence chart
                (out/demo/diagrams/NAME.svg)
+  7. liveness  the refimpl's online liveness check per fault profile (faults stop, then a
+               leader must be elected and every replica catch up within the bound)
 """
 
 from __future__ import annotations
@@ -78,6 +80,18 @@ def _stage_simulate(out: Path, seeds: int, show: bool) -> dict:
                      "traces": len(m["traces"]), "steps": sum(t["steps"] for t in m["traces"]),
                      "invariant_violations": violations, "dir": str(out / "traces" / name)})
     return {"stage": "simulate", "ok": ok, "runs": runs,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
+def _stage_liveness(seeds: int, show: bool) -> dict:
+    """KIP-595 liveness (issue 11): per default fault profile, `seeds` runs whose faults stop
+    at 20 s must recover within 15 s (refimpl/sim/liveness.py), with no invariant violated."""
+    from refimpl.sim.faults import DEFAULT_PROFILES
+    from refimpl.sim.liveness import liveness_profile
+    t0 = time.monotonic()
+    rows = [liveness_profile(p, range(seeds)) for p in DEFAULT_PROFILES]
+    ok = all(r["never_recovered"] == 0 and not r["safety_violations"] for r in rows)
+    return {"stage": "liveness", "ok": ok, "runs": rows,
             "seconds": round(time.monotonic() - t0, 1)}
 
 
@@ -191,6 +205,7 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
     stages.append(_stage_stats(out, show))
     stages.append(_stage_proofs(show))
     stages.append(_stage_review(out, show))
+    stages.append(_stage_liveness(seeds, show))
     summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
@@ -232,6 +247,13 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
             elif s["stage"] == "review":
                 console.print(f"review: spec {s['spec_html']}, diagram {s['diagram']}: "
                               f"{s['seconds']}s  {mark}")
+            elif s["stage"] == "liveness":
+                for r in s["runs"]:
+                    rec = r["recovery_ms"]
+                    console.print(f"liveness {r['profile']}: {r['seeds']} runs, recovery after "
+                                  f"the faults p50 {rec['p50']} / max {rec['max']} ms, "
+                                  f"{r['never_recovered']} never recovered")
+                console.print(f"liveness: {s['seconds']}s  {mark}")
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
 

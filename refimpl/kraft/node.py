@@ -164,6 +164,8 @@ class KRaftNode:
         if s.role is Role.FOLLOWER:
             if voter and not self.bug_no_fetch_timer:
                 keep[ELECTION] = SetTimer(ELECTION, cfg.fetch_timeout_ms)
+            elif self.observer_rediscovery:
+                keep[FETCH_TIMEOUT] = SetTimer(FETCH_TIMEOUT, cfg.fetch_timeout_ms)
             keep[FETCH] = SetTimer(FETCH, 0)
         elif s.role in (Role.UNATTACHED, Role.VOTED):
             if voter:
@@ -172,8 +174,6 @@ class KRaftNode:
         elif s.role is Role.RESIGNED:
             if voter:
                 keep[ELECTION] = self._election_timer(s)
-        if s.role is Role.FOLLOWER and not voter and self.observer_rediscovery:
-            keep[FETCH_TIMEOUT] = SetTimer(FETCH_TIMEOUT, cfg.fetch_timeout_ms)
         elif s.role is Role.CANDIDATE:
             keep[ELECTION] = self._election_timer(s)
             keep[RESEND] = SetTimer(RESEND, cfg.request_timeout_ms)

@@ -15,7 +15,8 @@ duplication, long delays, crashes; nodes already down still come back), and the 
 a recovered state (the adapter's `recovered`: a leader elected and every replica's HWM equal to
 the leader's) by T + `liveness_bound_ms`, else the property LIVENESS is violated.  With
 `stop_when_recovered` the run ends there (end_reason "recovered").  The simulator also
-measures the leaderless time (the adapter's `has_leader`) of the run: `SimResult.liveness`.
+measures the leaderless time (the adapter's `has_leader`) of a liveness run, or of any run
+with `measure_leaderless=True`: `SimResult.liveness`.
 
 A `Scenario` (refimpl/sim/scenario.py) adds faults at chosen times.
 """
@@ -95,7 +96,7 @@ class Simulator:
                  stop_on_violation: bool = True, scenario: Scenario | None = None,
                  faults_until_ms: int | None = None,
                  liveness_bound_ms: int = DEFAULT_LIVENESS_BOUND_MS,
-                 stop_when_recovered: bool = False):
+                 stop_when_recovered: bool = False, measure_leaderless: bool | None = None):
         self.a = adapter
         self.seed = seed
         self.profile = profile
@@ -139,7 +140,10 @@ class Simulator:
         self.stop_when_recovered = stop_when_recovered
         self._faults_on = True
         self._lost_disk: dict[str, bool] = {}  # wiped nodes not yet restarted -> rejoin guarded
-        self._track = False                   # leaderless time measured (adapter supports it)
+        # leaderless time measured (when the adapter supports it): by default in liveness runs
+        self._measure = faults_until_ms is not None if measure_leaderless is None \
+            else measure_leaderless
+        self._track = False
         self._leaderless_since: int | None = 0
         self._leaderless_ms = 0
         self._longest_leaderless = 0
@@ -297,7 +301,7 @@ class Simulator:
         if self.scenario is not None:
             for ev in self.scenario.events:
                 self._push(ev.at_ms, _SCENARIO, ev)
-        self._track = a.has_leader(self.world) is not None
+        self._track = self._measure and a.has_leader(self.world) is not None
         if self.faults_until_ms is not None:
             if a.recovered(self.world) is None:
                 raise ValueError(f"{a.name}: the adapter cannot judge recovery (liveness)")
