@@ -40,7 +40,7 @@ from pathlib import Path
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.log import LeaderChange, Record
 from refimpl.kraft.node import KRaftNode
-from refimpl.kraft.state import LOG, META_PROPERTIES, QUORUM_STATE, NodeState, QuorumStateFile
+from refimpl.kraft.state import LOG, META_PROPERTIES, NodeState, QuorumStateFile
 from refimpl.sim.protocol import Envelope, Transition
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"

@@ -17,6 +17,7 @@ in ITF JSON), so a saved `--json` result can be drawn again.
 
 from __future__ import annotations
 
+import io
 import json
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -320,7 +321,7 @@ def draw(chart: Chart, out: Path) -> Path:
     ax.text(0.15, y(n_rows - 0.5) + row_h * 0.9, chart.footer, fontsize=10, color="#c0392b",
             weight="bold", va="center")
     from kraftcheck.output import write_atomic
-    import io
+
     buf = io.BytesIO()
     fig.savefig(buf, format=out.suffix.lower().lstrip("."), dpi=110,
                 metadata={"Date": None} if out.suffix.lower() == ".svg" else None)
