@@ -69,7 +69,7 @@ ElrAfterRule2(isr, elr, proposedIsr, unclean, skipRule) ==
 \* removed from ELR and added to the LastKnownELR"): an ISR member removed
 \* because it registered after an unclean shutdown joins the LastKnownELR too.
 \* Without that, Balanced recovery can wait for nobody and lose acknowledged
-\* data (docs/spec-elr.md, finding "literal 6a"; LastKnownElrLiteral6a below).
+\* data (docs/spec-elr.md §3 and finding 11; LastKnownElrLiteral6a below).
 LastKnownElrAfterRule2(isr, elr, lastKnownElr, proposedIsr, newElr) ==
     ((lastKnownElr \cup elr \cup isr) \ proposedIsr) \ newElr
 

@@ -76,7 +76,7 @@ class Snapshot:
     brokers: dict[str, BrokerState]
     up: dict[str, bool]
     client: ClientState
-    data_loss_shutdowns: int
+    brokers_missing_committed: int   # spec |BrokersMissingCommittedData|
 
     @classmethod
     def of(cls, config: ElrConfig, world: World) -> "Snapshot":
@@ -152,7 +152,7 @@ class ElrMonitor(Monitor):
         back); with the
         Aggressive strategy also no unclean recovery yet (Aggressive trades durability for
         availability: KIP-966 "Unclean recovery")."""
-        if snap.data_loss_shutdowns > self.tolerated:
+        if snap.brokers_missing_committed > self.tolerated:
             return False
         return not (self.config.strategy == AGGRESSIVE and snap.controller.unclean_elections)
 
