@@ -341,6 +341,12 @@ def inputs(target: str, n: int, seed: int = 0) -> Iterator[bytes]:
     for i in range(n):
         if i < len(base):
             yield base[i]
+        elif target == "value" and rng.random() < 0.6:
+            # mostly structure-aware for the decoder: byte noise rarely stays JSON
+            data = rng.choice(base)
+            for _ in range(rng.randint(1, 3)):
+                data = _json_edit(data, rng)
+            yield data
         else:
             yield mutate(rng.choice(base), rng)
 

@@ -181,6 +181,7 @@ def test_export_itf_takes_folders_refuses_nan_and_exits_2(tmp_path):
 def test_spark_state_decoding_never_raises():
     from spark_trace_analysis.observe import state_info
     for text in ('{"x":' + BIG + "}", '{"x":NaN}', "[" * 100000, '{"x":{"#set":[1,true]}}',
+                 '{"x":{"#bigint":"' + BIG + '"}}',
                  '{"x":1,"x":2}'):
         fp, err, _ = state_info(text)
         assert fp is None and err, text
@@ -198,7 +199,8 @@ def test_stats_turns_a_bad_file_into_bad_rows_and_keeps_the_good_traces(tmp_path
     hostile = [lines[0].replace('"t-valid"', '"t-hostile"')]
     for ln in lines[1:]:
         ln = ln.replace('"t-valid"', '"t-hostile"')
-        hostile.append(ln.replace('"state":{', '"state":{"junk":' + BIG + ",", 1))
+        # valid JSON for Spark; an integer beyond Python's digit limit for the ITF decoder
+        hostile.append(ln.replace('"state":{', '"state":{"junk":{"#bigint":"' + BIG + '"},', 1))
     hostile.append('{"kind":"step","state":{"x":NaN}}')
     (d / "t-hostile.jsonl").write_bytes(("\n".join(hostile) + "\n").encode() + b"\xff\xfe\n")
     try:

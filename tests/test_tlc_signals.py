@@ -33,6 +33,13 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def _alive(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -53,8 +60,7 @@ def test_a_signal_stops_the_jvm_and_leaves_no_partial_dump(sig, tmp_path, tlc_to
         jvm = None
         deadline = time.monotonic() + 300
         while jvm is None and time.monotonic() < deadline and p.poll() is None:
-            kids = [k for k in _children(p.pid) if "java" in Path(f"/proc/{k}/cmdline")
-                    .read_bytes().split(b"\0")[0].decode(errors="replace")]
+            kids = [k for k in _children(p.pid) if b"tlc2.TLC" in _cmdline(k)]
             jvm = kids[0] if kids else None
             time.sleep(0.2)
         assert jvm is not None, p.communicate()

@@ -105,8 +105,9 @@ def _stage_validate(out: Path, show: bool) -> dict:
     for name, _protocol, _faults, cfg, graph_mode in CORPORA:
         graph = cfg if graph_mode else None
         shutil.rmtree(out / "validate" / name, ignore_errors=True)   # this run's failures only
+        # fail closed: no trace of the demo may be out of scope (nothing it cannot judge)
         s = validate_corpus([out / "traces" / name], graph=graph, lazy=graph is None,
-                            out=out / "validate" / name)
+                            out=out / "validate" / name, max_out_of_scope=0)
         write_atomic(out / "verdicts" / f"{name}.json", json.dumps(s, indent=2, default=str) + "\n")
         if show:
             for line in summary_lines(s, False)[-1:]:
@@ -114,6 +115,7 @@ def _stage_validate(out: Path, show: bool) -> dict:
                               f"{line}")
         runs.append({"corpus": name, "mode": s.get("mode"), "ok": bool(s.get("ok")),
                      "counts": s.get("counts"), "steps": s.get("steps"),
+                     "steps_judged": s.get("steps_judged"),
                      "seconds": s.get("seconds")})
     return {"stage": "validate", "ok": all(r["ok"] for r in runs), "runs": runs,
             "seconds": round(time.monotonic() - t0, 1)}
