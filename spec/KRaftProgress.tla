@@ -127,9 +127,11 @@ ProgressFairness ==
 
 ProgressLiveSpec == ProgressSpec /\ Fairness /\ ProgressFairness
 
+LeaderBelowMaxEpoch(i) == role[i] = "Leader" /\ currentEpoch[i] < MaxEpoch
+NotLeaderOrHeardFromMajority(i) ==
+    role[i] # "Leader" \/ IsVoterMajority(progressWindow[i] \cup {i})
+
 ZombieLeaderStepsDown ==
-    \A i \in TimeoutVoters :
-        (role[i] = "Leader" /\ currentEpoch[i] < MaxEpoch)
-            ~> (role[i] # "Leader" \/ IsVoterMajority(progressWindow[i] \cup {i}))
+    \A i \in TimeoutVoters : LeaderBelowMaxEpoch(i) ~> NotLeaderOrHeardFromMajority(i)
 
 =============================================================================

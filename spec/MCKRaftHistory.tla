@@ -6,4 +6,8 @@
 (***************************************************************************)
 EXTENDS KRaftHistory, MCKRaft
 
+\* The ghost map's values are sets of servers, so permuting servers maps
+\* reachable states to reachable states: MCKRaft's server symmetry applies.
+HistoryServerSymmetry == ServerSymmetry
+
 =============================================================================

@@ -19,4 +19,10 @@ NoPartialProgressWindow ==
         \/ progressWindow[i] = {}
         \/ IsVoterMajority(progressWindow[i] \cup {i})
 
+\* KIP-595 before its revision: no leader progress timeout (the leader's
+\* timer never has to expire).  kraft-bug-no-leader-progress-timeout checks
+\* that ZombieLeaderStepsDown then fails, i.e. that the property depends on
+\* the timer and is not vacuous.
+NoProgressTimerLiveSpec == ProgressSpec /\ Fairness
+
 =============================================================================

@@ -83,6 +83,15 @@ def test_finding_and_witness_configs_expect_their_violation(name, expect):
     assert expect in _invariants(e)
 
 
+def test_zombie_property_is_checked_in_ci_and_fails_without_the_progress_timer():
+    ci = find_entry("kraft-ci-zombie-leader", ENTRIES)
+    bug = find_entry("kraft-bug-no-leader-progress-timeout", ENTRIES)
+    assert ci.profile == "ci" and ci.expect == "ok" and ci.distinct_states
+    assert "ZombieLeaderStepsDown" in parse_cfg(ci.cfg_path).properties
+    assert bug.profile == "bugs" and bug.expect == "ZombieLeaderStepsDown"
+    assert _spec(ci) == "ProgressLiveSpec" and _spec(bug) == "NoProgressTimerLiveSpec"
+
+
 def test_disk_loss_is_off_outside_the_disk_loss_configs():
     for e in KRAFT:
         text = e.cfg_path.read_text(encoding="utf-8")
