@@ -39,6 +39,23 @@ def test_successful_run():
         ("ok", "2.15", 1000, 1234, 17)
 
 
+def test_nested_error_message_fails_closed():
+    # TLC frames the evaluation error that explains "cannot handle the temporal formula"
+    # (2213, severity 1) inside it (2280); the run then ends normally.  Reading only the
+    # innermost message once reported such a run as ok with no states.
+    inner = msg(2280, "In evaluation, the identifier progressWindow is either undefined or not "
+                      "an operator.\nline 133, col 55 to line 133, col 68 of module KRaftProgress")
+    text = (msg(2262, "TLC2 Version 2.15 of Day Month 20?? (rev: d5b5a7f)")
+            + "@!@!@STARTMSG 2213:1 @!@!@\nTLC cannot handle the temporal formula line 131, "
+              "col 5 to line 133, col 82 of module KRaftProgress:\n" + inner
+            + "@!@!@ENDMSG 2213 @!@!@\n"
+            + msg(2186, "Finished in 13060ms at (2026-11-23 17:43:39)"))
+    o = read(text)
+    assert o.status == "error"
+    assert "cannot handle the temporal formula" in o.errors[0].message
+    assert "progressWindow" in o.errors[0].message
+
+
 def test_invariant_violation_with_counterexample():
     text = (msg(2110, "Invariant LogMatching is violated.", 1)
             + msg(2121, "The behavior up to this point is:", 1)

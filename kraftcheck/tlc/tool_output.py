@@ -57,6 +57,7 @@ _VERSION = re.compile(r"Version (\S+)")
 
 
 _TAIL_LINES = 8
+_MAX_NESTING = 16                 # nested framed messages kept (TLC nests one or two)
 _MAX_MESSAGE_LINES = 100_000     # a longer message (a huge counterexample state) is cut
 
 
@@ -127,6 +128,9 @@ class ToolOutputReader:
         self._code: int | None = None
         self._severity = 0
         self._buf: list[str] = []
+        # TLC nests messages (e.g. 2213 "cannot handle the temporal formula" framing the
+        # 2280 evaluation error that explains it): the outer ones wait here
+        self._outer: list[tuple[int, int, list[str]]] = []
         self._sany: list[str] = []
         self._in_sany = False
         self._last_file: str | None = None
@@ -138,12 +142,19 @@ class ToolOutputReader:
         line = line.rstrip("\n")
         m = _START.match(line)
         if m:
+            if self._code is not None and len(self._outer) < _MAX_NESTING:
+                self._outer.append((self._code, self._severity, self._buf))
             self._code, self._severity, self._buf = int(m.group(1)), int(m.group(2)), []
             return
         m = _END.match(line)
         if m and self._code is not None:
-            code, self._code = self._code, None
-            self._message(code, self._severity, self._buf)
+            code, severity, buf = self._code, self._severity, self._buf
+            self._code = None
+            if self._outer:
+                self._code, self._severity, self._buf = self._outer.pop()
+                if len(self._buf) + len(buf) <= _MAX_MESSAGE_LINES:
+                    self._buf.extend(buf)     # the outer message's text includes the inner one
+            self._message(code, severity, buf)
             return
         if self._code is not None:
             if len(self._buf) < _MAX_MESSAGE_LINES:
@@ -288,6 +299,9 @@ class ToolOutputReader:
     def _error_from(self, text: str) -> TLCError:
         m = _LOCATION.search(text)
         if m:
-            return TLCError(text.splitlines()[0] if text else "error", m.group(3), int(m.group(1)),
-                            int(m.group(2)))
+            lines = text.splitlines()
+            # the first line, and the reason when TLC framed one inside (2213 around 2280)
+            first = " ".join(ln.strip() for ln in lines[:2] if ln.strip()) \
+                if lines and lines[0].rstrip().endswith(":") else (lines[0] if lines else "error")
+            return TLCError(first, m.group(3), int(m.group(1)), int(m.group(2)))
         return TLCError(text)
