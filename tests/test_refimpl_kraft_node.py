@@ -11,6 +11,7 @@ from refimpl.kraft.messages import (
     EndQuorumEpochResponse, Errors, FetchRequest, FetchResponse, VoteRequest, VoteResponse,
 )
 from refimpl.kraft.node import BECOME_LEADER, CHECK_QUORUM, ELECTION, FETCH, KRaftNode
+from refimpl.kraft.quorum import majority
 from refimpl.kraft.state import LOG, META_PROPERTIES, QUORUM_STATE, Role, replace
 from refimpl.sim.protocol import CancelTimer, SetTimer
 
@@ -64,7 +65,7 @@ def test_config_from_kip_property_names():
     assert (cfg.fetch_timeout_ms, cfg.election_timeout_ms, cfg.election_backoff_max_ms,
             cfg.request_timeout_ms, cfg.retry_backoff_ms, cfg.retry_backoff_max_ms) == \
         (3000, 1500, 800, 2500, 30, 600)
-    assert cfg.majority == 2
+    assert majority(len(cfg.voters)) == 2
 
 
 @pytest.mark.parametrize("bad", ["", "1@host", "x@h:p", "1@a:1,1@b:2"])

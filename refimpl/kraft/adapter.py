@@ -17,6 +17,7 @@ from refimpl.kraft import spec_mapping as sm
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.invariants import KRaftMonitor
 from refimpl.kraft.node import CHECK_QUORUM, ELECTION, KRaftNode
+from refimpl.kraft.quorum import holds_majority
 from refimpl.kraft.messages import VoteRequest
 from refimpl.kraft.state import META_PROPERTIES, QUORUM_STATE, NodeState, Role
 from refimpl.sim.bounds import Bounds, BoundsError
@@ -253,7 +254,7 @@ class KRaftAdapter(ProtocolAdapter):
         others = [w.states[v].log for v in voters if v != node]
         for k, (rec, _) in enumerate(self.history.ghost_committed):
             held = sum(1 for log in others if len(log) > k and log[k] == rec)
-            if held * 2 <= len(voters):
+            if not holds_majority(held, len(voters)):
                 return False
         return True
 
@@ -289,7 +290,7 @@ class KRaftAdapter(ProtocolAdapter):
             n = sum(1 for v in voters if v == lid or (
                 v != exclude and w.up[v] and w.states[v].epoch == ls.epoch
                 and w.states[v].leader_id == lid))
-            if n * 2 > len(voters):
+            if holds_majority(n, len(voters)):
                 return lid
         return None
 

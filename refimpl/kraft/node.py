@@ -26,6 +26,7 @@ from refimpl.bugs import bug_enabled
 from refimpl.kraft import rules
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.log import LeaderChange, Record, last_epoch
+from refimpl.kraft.quorum import is_majority
 from refimpl.kraft.messages import (
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,
     DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, Errors, FetchRequest,
@@ -75,7 +76,6 @@ class KRaftNode:
                  observer_rediscovery: bool = True):
         self.cfg = config
         self.voters = config.voters
-        self.majority = config.majority
         self.max_epoch = max_epoch
         self.timeout_voters = frozenset(config.voters if timeout_voters is None else timeout_voters)
         # Kafka's observer goes back to asking the voters when its leader has been silent for
@@ -177,7 +177,7 @@ class KRaftNode:
         elif s.role is Role.CANDIDATE:
             keep[ELECTION] = self._election_timer(s)
             keep[RESEND] = SetTimer(RESEND, cfg.request_timeout_ms)
-            if self._has_quorum(s.votes_granted):
+            if is_majority(s.votes_granted, self.voters):
                 keep[BECOME_LEADER] = SetTimer(BECOME_LEADER, 0)
         elif s.role is Role.LEADER:
             keep[CHECK_QUORUM] = SetTimer(CHECK_QUORUM, cfg.fetch_timeout_ms)
@@ -192,10 +192,6 @@ class KRaftNode:
                            and prev.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE))
         return tuple(keep[t] if t in keep else CancelTimer(t) for t in ALL_TIMERS
                      if not (keeps_time_left and t == ELECTION))
-
-    def _has_quorum(self, granted) -> bool:
-        """A strict majority of the voters (spec: IsElectionQuorum)."""
-        return len(set(granted) & set(self.voters)) * 2 > len(self.voters)
 
     @staticmethod
     def _clear(s: NodeState, **kw) -> NodeState:
@@ -341,11 +337,11 @@ class KRaftNode:
             return self._same(s, "HandleVoteResponse")
         if m.vote_granted:
             granted = s.votes_granted | {src}
-            if self._has_quorum(granted):
+            if is_majority(granted, self.voters):
                 return self.become_leader(replace(s, votes_granted=granted), "HandleVoteResponse")
             return self._same(replace(s, votes_granted=granted), "HandleVoteResponse")
         rejected = s.votes_rejected | {src}
-        if not self._has_quorum(set(self.voters) - rejected):
+        if not is_majority(set(self.voters) - rejected, self.voters):
             retries = s.election_retries + 1
             new = replace(self.step_down(s, s.epoch, None), election_retries=retries)
             backoff = rules.election_backoff_max(retries, self.cfg.retry_backoff_ms,
@@ -361,7 +357,7 @@ class KRaftNode:
         control record (ClusterId, LeaderId, VotedIds; the first leader generates the
         clusterId) whose offset starts the epoch, then send BeginQuorumEpoch to every other
         voter (KIP-595 "BeginQuorumEpoch").  The HWM is only advanced by Fetch handling."""
-        if s.role is not Role.CANDIDATE or not self._has_quorum(s.votes_granted):
+        if s.role is not Role.CANDIDATE or not is_majority(s.votes_granted, self.voters):
             return None
         cluster = s.cluster_id
         if cluster is None:
