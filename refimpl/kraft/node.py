@@ -21,17 +21,19 @@ docs/refimpl.md for the correspondence table).
 
 from __future__ import annotations
 
+import dataclasses
+
 from kraftcheck.values import Fn
 from refimpl.bugs import bug_enabled
 from refimpl.kraft import rules
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.log import LeaderChange, Record, last_epoch
-from refimpl.kraft.quorum import is_majority
 from refimpl.kraft.messages import (
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,
-    DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, Errors, FetchRequest,
-    FetchResponse, ReplicaState, VoteRequest, VoteResponse,
+    DescribeQuorumResponse, EndQuorumEpochRequest, Errors, FetchRequest, FetchResponse,
+    ReplicaState, VoteRequest, VoteResponse,
 )
+from refimpl.kraft.quorum import is_majority
 from refimpl.kraft.state import (
     LOG, META_PROPERTIES, QUORUM_STATE, NodeState, QuorumStateFile, Role, replace,
 )
@@ -286,8 +288,7 @@ class KRaftNode:
         req = VoteRequest(s.cluster_id, epoch, s.node_id, last_epoch(s.log), len(s.log))
         sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
         t = self._stepped(new, action, sends)
-        return Transition(t.state, t.action, t.params, t.sends, t.persist, t.timers,
-                          split_sends="SendVoteRequest")
+        return dataclasses.replace(t, split_sends="SendVoteRequest")
 
     def _on_vote_request(self, s: NodeState, src: str, m: VoteRequest) -> Transition:
         """KIP-595 "Vote Request Handling" steps 1-4 (KIP-595r "Cluster Bootstrapping" step
@@ -380,8 +381,7 @@ class KRaftNode:
         req = BeginQuorumEpochRequest(new.cluster_id, s.node_id, s.epoch)
         sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
         t = self._stepped(new, action, sends, persist)
-        return Transition(t.state, t.action, t.params, t.sends, t.persist, t.timers,
-                          split_sends="SendBeginQuorumEpoch")
+        return dataclasses.replace(t, split_sends="SendBeginQuorumEpoch")
 
     # ------------------------------------------------------------------ BeginQuorumEpoch
 
@@ -467,14 +467,6 @@ class KRaftNode:
         timers = tuple(x for x in self._role_timers(new) if x.name != ELECTION) + \
             (SetTimer(ELECTION, delay),)
         return self._stepped(new, "HandleEndQuorumEpochRequest", timers=timers)
-
-    def _on_end_epoch_response(self, s: NodeState, src: str, m: EndQuorumEpochResponse) -> Transition:
-        """KIP-595 "EndQuorumEpoch Response Handling": nothing on success; a newer epoch makes
-        a sender that is still running follow the indicated leader."""
-        if m.leader_epoch > s.epoch:
-            return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
-                                 "HandleEndQuorumEpochResponse", prev=s)
-        return self._same(s, "HandleEndQuorumEpochResponse")
 
     # ------------------------------------------------------------------ Fetch
 
@@ -757,7 +749,6 @@ class KRaftNode:
         BeginQuorumEpochRequest: _on_begin_epoch_request,
         BeginQuorumEpochResponse: _on_begin_epoch_response,
         EndQuorumEpochRequest: _on_end_epoch_request,
-        EndQuorumEpochResponse: _on_end_epoch_response,
         FetchRequest: _on_fetch_request,
         FetchResponse: _on_fetch_response,
         DescribeQuorumRequest: _on_describe_quorum,
