@@ -66,7 +66,8 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
             kw["manager_enabled"] = bounds.bool("UncleanRecoveryEnabled")
         if "RecoveryStrategy" in k:
             if k["RecoveryStrategy"] not in STRATEGIES:
-                raise ValueError(f"{bounds.path}: unknown RecoveryStrategy {k['RecoveryStrategy']!r}")
+                raise ValueError(f"{bounds.where('RecoveryStrategy')}: unknown RecoveryStrategy "
+                                 f"{k['RecoveryStrategy']!r}")
             kw["strategy"] = k["RecoveryStrategy"]
         if "FenceRunningBrokers" in k:
             kw["fence_running_brokers"] = bounds.bool("FenceRunningBrokers")
@@ -79,18 +80,19 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
         for const, planted in SPEC_BUGS.items():
             if bounds.bool(const, False):
                 if planted is None:
-                    raise ValueError(f"{bounds.path}: {const} = TRUE has no refimpl twin")
+                    raise ValueError(f"{bounds.where(const)}: {const} = TRUE has no refimpl twin")
                 if bug is not None and bug != planted:
-                    raise ValueError(f"{bounds.path}: {const} = TRUE selects the planted bug "
-                                     f"{planted!r}, not {bug!r}")
+                    raise ValueError(f"{bounds.where(const)}: {const} = TRUE selects the "
+                                     f"planted bug {planted!r}, not {bug!r}")
                 bug = planted
         skip = k.get("BugSkipElrRule", "off")
         if skip != "off":
             if skip != "1":
-                raise ValueError(f"{bounds.path}: BugSkipElrRule = {skip!r} has no refimpl twin")
+                raise ValueError(f"{bounds.where('BugSkipElrRule')}: BugSkipElrRule = {skip!r} has "
+                                 "no refimpl twin")
             if bug is not None and bug != SKIP_ELR_RULE_1:
-                raise ValueError(f"{bounds.path}: BugSkipElrRule = \"1\" selects the planted "
-                                 f"bug {SKIP_ELR_RULE_1!r}, not {bug!r}")
+                raise ValueError(f"{bounds.where('BugSkipElrRule')}: BugSkipElrRule = \"1\" "
+                                 f"selects the planted bug {SKIP_ELR_RULE_1!r}, not {bug!r}")
             bug = SKIP_ELR_RULE_1
     limits: dict[str, Any] = {}
     if bounds is not None and "MaxRestarts" in bounds.constants:

@@ -178,7 +178,8 @@ class Controller:
         p = s.partition
         u = rules.elr_update(p.isr, p.elr, p.last_known_elr, frozenset(proposed), s.eff_min_isr,
                              unclean, self.config.elr_enabled,
-                             clear_at_min_isr=not bug_enabled(self.bug, "elr-not-cleared-at-min-isr"),
+                             clear_at_min_isr=not bug_enabled(self.bug,
+                                                              "elr-not-cleared-at-min-isr"),
                              last_known_elr_literal=bug_enabled(self.bug,
                                                                 "last-known-elr-literal"))
         return replace(s, partition=p.with_(isr=u.isr, elr=u.elr, last_known_elr=u.last_known_elr))
