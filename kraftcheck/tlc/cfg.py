@@ -44,7 +44,7 @@ class Assignment:
 
 class CfgError(ValueError):
     def __init__(self, path: str, line: int, message: str):
-        super().__init__(f"{path}:{line}: {message}")
+        super().__init__(f"{path}:{line}: {message}" if line > 0 else f"{path}: {message}")
         self.path, self.line = path, line
 
 
