@@ -1,6 +1,6 @@
 """KIP-595 high watermark rules (spec/KRaftLog.tla MajorityOffset and KRaft.tla's leader
-HWM; refimpl/kraft/rules.py majority_replicated_offset, leader_high_watermark,
-follower_high_watermark).
+HWM; refimpl/kraft/quorum.py majority_replicated_offset, refimpl/kraft/rules.py
+leader_high_watermark, follower_high_watermark).
 
 The leader's view of the voters' end offsets is an integer array of unbounded length n
 (the number of voters), sorted in decreasing order, which is exactly what the refimpl
@@ -17,6 +17,7 @@ from .core import COUNTEREXAMPLE, PROVED, UNBOUNDED, Obligation, Problem
 from .venn import Venn
 
 PY = "refimpl.kraft.rules"
+QUORUM = "refimpl.kraft.quorum"
 
 
 def majority(n: z3.ArithRef) -> z3.ArithRef:
@@ -144,7 +145,7 @@ def obligations() -> list[Obligation]:
                    "moves forward, to an offset a majority of the voters holds, past the "
                    "current epoch's start offset", PROVED, UNBOUNDED, leader_hwm(),
                    spec="KRaftLog!MajorityOffset, KRaft!NewHighWatermark",
-                   python=f"{PY}.majority_replicated_offset, leader_high_watermark"),
+                   python=f"{QUORUM}.majority_replicated_offset, {PY}.leader_high_watermark"),
         Obligation("kip595-planted-hwm-no-current-epoch-check", "kip595",
                    "planted: no current-epoch rule", COUNTEREXAMPLE, UNBOUNDED,
                    leader_hwm("no-current-epoch"), spec="BugNoCurrentEpochRule",
@@ -164,11 +165,11 @@ def obligations() -> list[Obligation]:
                    "A majority holding the HWM and any majority of voters intersect; "
                    "refimpl's majority(n) = n // 2 + 1 is the spec's 2 |S| > n",
                    PROVED, UNBOUNDED, quorum_intersection(),
-                   spec="KRaft!IsVoterMajority, IsElectionQuorum", python=f"{PY}.majority"),
+                   spec="KRaft!IsVoterMajority, IsElectionQuorum", python=f"{QUORUM}.majority"),
         Obligation("kip595-planted-half-quorum", "kip595",
                    "planted: quorums of n // 2 voters", COUNTEREXAMPLE, UNBOUNDED,
                    quorum_intersection("majority-off-by-one"), spec="KRaft!IsVoterMajority",
-                   python=f"{PY}.majority", kind="planted", refutes="HoldersMeetEveryQuorum",
+                   python=f"{QUORUM}.majority", kind="planted", refutes="HoldersMeetEveryQuorum",
                    note="refimpl bug majority-off-by-one: two halves of an even voter set "
                         "are disjoint"),
         Obligation("kip595-follower-hwm", "kip595",

@@ -5,12 +5,15 @@ one-line description, and the online invariant(s) expected to catch it.  Protoco
 `bug_enabled(active, NAME)` at the place where the mistake is made; `active` is the name given
 on the command line (or None).  `kraftcheck simulate --list-bugs` prints this table.
 
-To add a bug: append a `PlantedBug(...)` to `_BUGS` below (keep the protocol field exact:
-"kraft" or "elr"), then guard the faulty code path with `bug_enabled`.
+There is one list, `_BUGS`, for both protocols (one section per protocol); `BUGS` looks names up
+in it.  To add a bug: append a `PlantedBug(...)` to its protocol's section of `_BUGS` (keep the
+protocol field exact: "kraft" or "elr"), then guard the faulty code path with
+`bug_enabled(active, "its-name")`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 __all__ = ["PlantedBug", "BUGS", "get_bug", "bugs_for", "bug_enabled", "UnknownBug"]
@@ -97,15 +100,34 @@ _BUGS += [
         ("LeaderElectedAndReplicasCaughtUp",)),
 ]
 
-BUGS: dict[str, PlantedBug] = {b.name: b for b in _BUGS}
+
+class _Registry(Mapping[str, PlantedBug]):
+    """`BUGS`: the bugs of `_BUGS` (all its sections, both protocols) by name."""
+
+    _index: dict[str, PlantedBug] = {}
+
+    def _by_name(self) -> dict[str, PlantedBug]:
+        if len(self._index) == len(_BUGS):   # the sections are appended at import time only
+            return self._index
+        by_name: dict[str, PlantedBug] = {}
+        for b in _BUGS:
+            if b.name in by_name:
+                raise ValueError(f"planted bug {b.name!r} is listed twice in refimpl/bugs.py")
+            by_name[b.name] = b
+        self._index = by_name
+        return by_name
+
+    def __getitem__(self, name: str) -> PlantedBug:
+        return self._by_name()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name())
+
+    def __len__(self) -> int:
+        return len(self._by_name())
 
 
-def register(bug: PlantedBug) -> None:
-    """Add a bug at import time from another module (names must be unique)."""
-    if bug.name in BUGS:
-        raise ValueError(f"planted bug {bug.name!r} is already registered")
-    _BUGS.append(bug)
-    BUGS[bug.name] = bug
+BUGS: Mapping[str, PlantedBug] = _Registry()
 
 
 def get_bug(name: str) -> PlantedBug:
@@ -138,7 +160,8 @@ _BUGS += [
         "A broker registering after an unclean shutdown (PreviousBrokerEpoch -1 or stale) is "
         "kept in (or moved into) the ELR instead of being removed from ISR and ELR (KIP-966 "
         "'Controller behaviors' 4).",
-        ("ElrMembersHaveDataToHwm", "NoAckedRecordLost")),
+        ("ElrMembersHaveDataToHwm", "NoAckedRecordLost"),
+        spec_switch="BugKeepUncleanInElr"),
     PlantedBug(
         "leader-from-fenced-elr", "elr",
         "The election picks an ELR member even when it is fenced (KIP-966 'Unclean recovery' "
@@ -154,20 +177,22 @@ _BUGS += [
         "The leader checks the min ISR requirement of the HWM advancement against the maximal "
         "ISR instead of the ISR committed by the controller (KIP-966 'Additional High "
         "Watermark advancement requirement').",
-        ("ElrMembersHaveDataToHwm",)),
+        ("ElrMembersHaveDataToHwm",),
+        spec_switch="BugHwmOnMaximalIsr"),
     PlantedBug(
         "balanced-fixed-replies", "elr",
         "Balanced unclean recovery elects as soon as min ISR replicas have answered "
         "GetReplicaLogInfo instead of waiting for every LastKnownELR member (the KIP's "
         "rejected alternative 'The controller elects the leader when a given number of replicas "
         "have replied').",
-        ("RecoveryElectsMostCompleteLastKnownElr",)),
+        ("RecoveryElectsMostCompleteLastKnownElr",),
+        spec_switch="BugBalancedFixedReplies"),
     PlantedBug(
         "last-known-elr-literal", "elr",
         "The LastKnownELR follows the literal text of KIP-966 'Other behaviors' 6a: only ELR "
         "members that leave the ELR join it, not ISR members removed at an unclean "
         "registration; a Balanced recovery may then wait for nobody and elect an empty replica "
         "(spec finding elr-finding-last-known-elr-literal).",
-        ("CommittedLogOnElectableReplica", "NoAckedRecordLost")),
+        ("CommittedLogOnElectableReplica", "NoAckedRecordLost"),
+        spec_switch="BugLastKnownElrLiteral"),
 ]
-BUGS.update({b.name: b for b in _BUGS if b.protocol == "elr"})

@@ -166,7 +166,3 @@ def test_successor_backoff_formula(pos, expected):
 def test_election_backoff_is_exponential_and_bounded():
     assert [rules.election_backoff_max(r, 20, 1000) for r in (1, 2, 3, 6, 7, 20)] == \
         [20, 40, 80, 640, 1000, 1000]
-
-
-def test_majority():
-    assert [rules.majority(n) for n in (1, 2, 3, 4, 5)] == [1, 2, 2, 3, 3]

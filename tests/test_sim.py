@@ -139,6 +139,20 @@ def test_required_bugs_registered():
         bug_enabled("x", "no-such-bug")
 
 
+def test_one_registry_for_both_protocols(monkeypatch):
+    """refimpl/bugs.py holds one list: BUGS is every section of it, the ELR spec switches come
+    from it, and a name listed twice is an error."""
+    import refimpl.bugs as registry
+    from refimpl.elr.config import SPEC_BUGS
+    assert set(BUGS) == {b.name for b in registry._BUGS}
+    assert {b.protocol for b in BUGS.values()} == {"kraft", "elr"}
+    assert SPEC_BUGS["BugHwmOnMaximalIsr"] == "hwm-on-maximal-isr"
+    assert all(get_bug(n).spec_switch == s for s, n in SPEC_BUGS.items() if n is not None)
+    monkeypatch.setattr(registry, "_BUGS", registry._BUGS + [registry._BUGS[0]])
+    with pytest.raises(ValueError, match="listed twice"):
+        get_bug("hwm-no-current-epoch-check")
+
+
 @pytest.mark.parametrize("bug", KRAFT_BUGS)
 def test_planted_bug_caught_by_its_invariant(bug):
     from pathlib import Path

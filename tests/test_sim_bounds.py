@@ -1,4 +1,4 @@
-"""The TLC config CONSTANT parser of bounded mode (refimpl/sim/bounds.py)."""
+"""Bounded mode's view of a TLC config (refimpl/sim/bounds.py over kraftcheck/tlc/cfg.py)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ INVARIANTS TypeOK Safety
     assert c["Empty"] == frozenset() and c["Nested"] == frozenset({frozenset({1, 2}), frozenset()})
     assert c["Tup"] == (1, "n1", "s")
     assert c["Nil"] == "Nil"
-    assert {"n1", "n2", "n3", "Nil"} <= b.model_values
+    assert b.model_values == {"Nil"}          # `X = X` declares a model value
+    assert b.lines["Server"] == 4 and b.lines["Single"] == 15
     assert b.substitutions == {"Quorum": "QuorumDef"}
     assert "TypeOK" not in c and "Spec" not in c
     assert b.int("MaxEpoch") == 3 and b.int("Missing", 7) == 7
@@ -42,24 +43,24 @@ INVARIANTS TypeOK Safety
 
 
 @pytest.mark.parametrize("text,line,msg", [
-    ("CONSTANTS\n  A = {1, 2\n  B = 3\n", 3, "expected ','"),
-    ("CONSTANTS\n  A = 1\n  A = 2\n", 3, "assigned twice"),
-    ("CONSTANTS\n\n  A = @\n", 3, "unexpected character"),
-    ("CONSTANTS\n  A 1\n", 2, "expected '=' or '<-'"),
-    ("CONSTANTS\n  A =\n", 2, "unexpected end of file"),
-    ("CONSTANTS\n  (* open\n", 1, "unterminated"),
+    ("CONSTANTS\n  A = {1, 2\n  B = 3\n", 2, "constant A: "),
+    ("CONSTANTS\n  A = 1\n  A = 2\n", 3, "constant A is assigned twice"),
+    ("CONSTANTS\n  S <- X\n  S <- Y\n", 3, "constant S is assigned twice"),
+    ("CONSTANTS\n\n  A = @\n", 3, "unexpected text in CONSTANT section: '@'"),
+    ("CONSTANTS\n  A 1\n", 2, "expected `Name = value` or `Name <- Op` at 'A'"),
+    ("CONSTANTS\n  A =\n", 2, "constant A has no value"),
+    ("CONSTANTS\n  A = 1\n  (* open\n", 3, "unterminated (* comment"),
 ])
 def test_errors_name_file_and_line(text, line, msg):
     with pytest.raises(BoundsError) as e:
         parse_cfg_text(text, "bad.cfg")
     s = str(e.value)
-    assert msg in s
-    assert s.startswith("bad.cfg:" + str(line) if "unterminated" not in msg else "bad.cfg")
+    assert s.startswith(f"bad.cfg:{line}: ") and msg in s, s
 
 
-def test_type_errors_on_access():
-    b = parse_cfg_text("CONSTANTS A = {1}\n", "t.cfg")
-    with pytest.raises(BoundsError, match="t.cfg: constant A should be an integer"):
+def test_type_errors_on_access_name_the_line():
+    b = parse_cfg_text("CONSTANTS\n  B = 2\n  A = {1}\n", "t.cfg")
+    with pytest.raises(BoundsError, match="t.cfg:3: constant A should be an integer"):
         b.int("A")
 
 

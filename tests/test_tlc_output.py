@@ -168,3 +168,24 @@ def test_manifest_errors_name_the_file_and_config(tmp_path):
     with pytest.raises(ManifestError, match="profile must be one of"):
         load_manifest(tmp_path)
     assert REPO_ROOT.is_dir()
+
+
+def test_cfg_keeps_constant_statements_for_generated_configs():
+    """trace_checker/tlagen.py repeats a config's CONSTANT statements from TLCConfig (strings stay
+    strings, model values model values), raising only the integer constants it is asked to."""
+    from trace_checker.tlagen import Unwritable, cfg_constants
+    cfg = parse_cfg_text('CONSTANTS\n  Server = {n1,\n    n2}  \\* voters\n  MaxEpoch = 2 Name = "n1"\n'
+                         '  n1 = n1 n2 = n2\n  Quorum <- QuorumDef\n(* a (* nested *) note *)\n'
+                         'INVARIANT TypeOK\n', "c.cfg")
+    assert [(a.name, a.line) for a in cfg.assignments] == \
+        [("Server", 2), ("MaxEpoch", 4), ("Name", 4), ("n1", 5), ("n2", 5), ("Quorum", 6)]
+    assert cfg_constants(cfg, {"MaxEpoch": 5}) == [
+        "Server = {n1, n2}", "MaxEpoch = 5", 'Name = "n1"', "n1 = n1", "n2 = n2",
+        "Quorum <- QuorumDef"]
+    again = parse_cfg_text("CONSTANTS\n" + "\n".join(cfg_constants(cfg)), "again.cfg")
+    assert again.constants == cfg.constants and again.substitutions == cfg.substitutions
+    assert again.model_values == cfg.model_values == {"n1", "n2"}
+    with pytest.raises(Unwritable, match="c.cfg: cannot find the assignment of Name"):
+        cfg_constants(cfg, {"Name": 3})
+    with pytest.raises(CfgError, match="c.cfg:3: constant A is assigned twice"):
+        parse_cfg_text("CONSTANTS\n  A = 1\n  A = 2\n", "c.cfg")

@@ -152,9 +152,6 @@ class StateGraph:
     def edge_count(self) -> int:
         return sum(len(s) for s in self.succ)
 
-    def is_expanded(self, s: int) -> bool:
-        return self.complete or s in self.expanded
-
     def knows_step(self, s: int, t: int) -> bool:
         """Are all edges s -> t known (s fully expanded, or t a target of a targeted run)?"""
         return self.complete or s in self.expanded or t in self.targeted.get(s, ())

@@ -252,10 +252,6 @@ class Neighbourhood:
             raise NeighbourhoodError(str(e)) from None
         self._have_inits = True
 
-    def add_states(self, states: Iterable[Mapping[str, Value]]) -> list[int]:
-        codec = self.graph.codec
-        return [self.graph.add_state(codec.encode(s)) for s in states]
-
     def expand(self, indices: Iterable[int],
                targets: Mapping[int, Iterable[int]] | None = None) -> dict[int, str]:
         """Compute the successors of the given states; returns {state: why not} for failures.

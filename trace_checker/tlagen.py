@@ -15,11 +15,9 @@ is rejected here (the trace is then out of the model's scope, not a counterexamp
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 
-from kraftcheck.tlc.cfg import KEYWORDS, TLCConfig
+from kraftcheck.tlc.cfg import TLCConfig
 from kraftcheck.values import Fn, Value, ValueError_, is_identifier, to_tla
 
 __all__ = ["MV_PREFIX", "Unwritable", "ModelValues", "cfg_constants", "value_size",
@@ -112,28 +110,17 @@ class ModelValues:
 
 
 def cfg_constants(cfg: TLCConfig, overrides: Mapping[str, int] | None = None) -> list[str]:
-    """The CONSTANT section(s) of a config as text lines, verbatim (so a string constant stays a
-    string and a model value a model value), with integer `overrides` substituted."""
-    text = Path(cfg.path).read_text(encoding="utf-8")
-    text = re.sub(r"\(\*.*?\*\)", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    text = re.sub(r"\\\*[^\n]*", "", text)
-    lines, inside = [], False
-    for raw in text.splitlines():
-        words = raw.split()
-        if words and words[0] in KEYWORDS:
-            inside = words[0] in ("CONSTANT", "CONSTANTS")
-            raw = raw.strip()[len(words[0]):] if inside else ""
-        if inside and raw.strip():
-            lines.append(raw.strip())
-    body = "\n".join(lines)
-    for name, value in (overrides or {}).items():
+    """The CONSTANT statements of a config as text lines, as written (so a string constant stays
+    a string and a model value a model value; kraftcheck.tlc.cfg keeps their source), with the
+    integer constants named in `overrides` raised to the given values."""
+    overrides = dict(overrides or {})
+    for name, value in overrides.items():
         if type(value) is not int or not is_identifier(name):
             raise Unwritable(f"override {name} = {value!r}: only integer constants are raised")
-        body, n = re.subn(rf"(?<![A-Za-z0-9_]){re.escape(name)}(\s*=\s*)-?[0-9]+(?![0-9])",
-                          lambda m: f"{name}{m.group(1)}{value}", body)
-        if n != 1:
+        if type(cfg.constants.get(name)) is not int:
             raise Unwritable(f"{cfg.path}: cannot find the assignment of {name} to raise it")
-    return body.splitlines()
+    return [f"{a.name} = {overrides[a.name]}" if a.name in overrides else a.text
+            for a in cfg.assignments]
 
 
 def state_tuple(mv: ModelValues, state: Mapping[str, Value], variables: Sequence[str],

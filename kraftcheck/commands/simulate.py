@@ -26,17 +26,10 @@ __all__ = ["register"]
 
 
 def _list_bugs(as_json: bool) -> None:
-    from refimpl.bugs import BUGS, bugs_for
-    from refimpl.sim.runner import PROTOCOLS
+    from refimpl.bugs import BUGS
 
-    for proto in PROTOCOLS:  # let each protocol register its bugs, if it is installed
-        try:
-            from refimpl.sim.runner import load_adapter_class
-            load_adapter_class(proto)
-        except Exception:
-            pass
-    rows = [b for p in PROTOCOLS for b in bugs_for(p)] + \
-        [b for b in BUGS.values() if b.protocol not in PROTOCOLS]
+    order = {p: i for i, p in enumerate(PROTOCOLS)}   # registry order within each protocol
+    rows = sorted(BUGS.values(), key=lambda b: order.get(b.protocol, len(order)))
     if as_json:
         print_json([{"name": b.name, "protocol": b.protocol, "description": b.description,
                      "caught_by": list(b.caught_by)} for b in rows])
@@ -89,15 +82,12 @@ def simulate(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    caught = 0
     with Progress(TextColumn("[bold]simulate[/bold] {task.description}"), BarColumn(),
                   MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
                   transient=True) as progress:
         task = progress.add_task(f"{protocol}/{faults}", total=len(spec.seeds))
 
-        def done(r):
-            nonlocal caught
-            caught += bool(r.violations)
+        def done(_result):
             progress.advance(task)
 
         try:

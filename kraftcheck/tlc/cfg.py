@@ -1,9 +1,12 @@
 """Reading TLC model configuration files (.cfg): sections and CONSTANT assignments.
 
-Only what the tooling needs: the names listed under INVARIANT(S) / PROPERTY(IES) (to name a
-violated temporal property), and the CONSTANT assignments (`Voters = {n1, n2}`, `n1 = n1`,
-`MaxEpoch = 3`), whose values are parsed with the TLA+ value grammar.  Errors name the file and
-line.
+The one .cfg reader of the project (TLC runs, bounded simulation via refimpl/sim/bounds.py,
+generated trace-checking configs via trace_checker/tlagen.py).  It reads the names listed under
+each section keyword (INVARIANT(S) / PROPERTY(IES) name a violated property), and the CONSTANT
+assignments (`Voters = {n1, n2}`, `n1 = n1`, `MaxEpoch = 3`, `Op <- Def`), whose values are parsed
+with the TLA+ value grammar and whose source text is kept (`assignments`) so that a generated
+config can repeat them verbatim.  Comments: \\* to end of line, (* ... *).  Errors name the file
+and line (and the constant).
 """
 
 from __future__ import annotations
@@ -24,9 +27,24 @@ _SINGULAR = {"CONSTANTS": "CONSTANT", "INVARIANTS": "INVARIANT", "PROPERTIES": "
              "CONSTRAINTS": "CONSTRAINT", "ACTION_CONSTRAINTS": "ACTION_CONSTRAINT"}
 
 
+@dataclass(frozen=True)
+class Assignment:
+    """One CONSTANT statement as written: `name = rhs` or `name <- rhs` (comments removed,
+    on one line), at `line` of the file."""
+
+    name: str
+    op: str        # "=" or "<-"
+    rhs: str
+    line: int
+
+    @property
+    def text(self) -> str:
+        return f"{self.name} {self.op} {self.rhs}"
+
+
 class CfgError(ValueError):
     def __init__(self, path: str, line: int, message: str):
-        super().__init__(f"{path}:{line}: {message}")
+        super().__init__(f"{path}:{line}: {message}" if line > 0 else f"{path}: {message}")
         self.path, self.line = path, line
 
 
@@ -37,6 +55,7 @@ class TLCConfig:
     constants: dict[str, Value] = field(default_factory=dict)      # name -> value
     substitutions: dict[str, str] = field(default_factory=dict)    # name <- operator
     model_values: set[str] = field(default_factory=set)            # names bound as n = n
+    assignments: list[Assignment] = field(default_factory=list)    # CONSTANT statements, in order
 
     @property
     def invariants(self) -> list[str]:
@@ -47,9 +66,33 @@ class TLCConfig:
         return self.sections.get("PROPERTY", [])
 
 
-def _strip_comments(text: str) -> str:
-    text = re.sub(r"\(\*.*?\*\)", lambda m: re.sub(r"[^\n]", " ", m.group(0)), text, flags=re.S)
-    return re.sub(r"\\\*[^\n]*", "", text)
+def _strip_comments(text: str, path: str) -> str:
+    """Blank out comments (keeping the line breaks): \\* to end of line, and (* ... *), which
+    nest in TLA+."""
+    out, i, depth, n, opened = [], 0, 0, len(text), 1
+    while i < n:
+        if depth == 0 and text.startswith("\\*", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if text.startswith("(*", i):
+            if depth == 0:
+                opened = text.count("\n", 0, i) + 1
+            depth += 1
+            out.append("  ")
+            i += 2
+            continue
+        if depth and text.startswith("*)", i):
+            depth -= 1
+            out.append("  ")
+            i += 2
+            continue
+        ch = text[i]
+        out.append(ch if (depth == 0 or ch == "\n") else " ")
+        i += 1
+    if depth:
+        raise CfgError(path, opened, "unterminated (* comment")
+    return "".join(out)
 
 
 def parse_cfg(path: str | Path) -> TLCConfig:
@@ -68,8 +111,8 @@ _TOKEN = re.compile(r'\s*(?:(?P<str>"(?:[^"\\]|\\.)*")|(?P<op><-|\|->|<<|>>|\.\.
                     r'|(?P<word>-?[A-Za-z0-9_]+))')
 
 
-def _tokens(text: str, path: str, first_line: int) -> list[tuple[str, str, int]]:
-    """(kind, text, line) tokens of a CONSTANT section."""
+def _tokens(text: str, path: str, first_line: int) -> list[tuple[str, str, int, int, int]]:
+    """(kind, text, line, start, end) tokens of a CONSTANT section."""
     out, pos, line = [], 0, first_line
     while pos < len(text):
         m = _TOKEN.match(text, pos)
@@ -80,7 +123,7 @@ def _tokens(text: str, path: str, first_line: int) -> list[tuple[str, str, int]]
             line += text[pos:pos + len(text[pos:]) - len(text[pos:].lstrip())].count("\n")
             raise CfgError(path, line, f"unexpected text in CONSTANT section: {bad!r}")
         line += text[pos:m.start(m.lastgroup)].count("\n")
-        out.append((m.lastgroup, m.group(m.lastgroup), line))
+        out.append((m.lastgroup, m.group(m.lastgroup), line, m.start(m.lastgroup), m.end()))
         pos = m.end()
     return out
 
@@ -89,13 +132,13 @@ def _parse_constants(cfg: TLCConfig, text: str, first_line: int) -> None:
     toks = _tokens(text, cfg.path, first_line)
     i = 0
     while i < len(toks):
-        kind, name, line = toks[i]
+        kind, name, line = toks[i][:3]
         if kind != "word" or i + 1 >= len(toks) or toks[i + 1][1] not in ("=", "<-"):
             raise CfgError(cfg.path, line, f"expected `Name = value` or `Name <- Op` at {name!r}")
         op = toks[i + 1][1]
         j, depth = i + 2, 0
         while j < len(toks):
-            k, t, _ = toks[j]
+            k, t = toks[j][:2]
             if depth == 0 and j > i + 2 and k == "word" and j + 1 < len(toks) \
                     and toks[j + 1][1] in ("=", "<-") and toks[j - 1][1] not in (",", "|->", ":>", "@@", ".."):
                 break
@@ -107,7 +150,11 @@ def _parse_constants(cfg: TLCConfig, text: str, first_line: int) -> None:
         rhs_toks = toks[i + 2:j]
         if not rhs_toks:
             raise CfgError(cfg.path, line, f"constant {name} has no value")
-        rhs = " ".join(t for _, t, _ in rhs_toks)
+        rhs = " ".join(t[1] for t in rhs_toks)
+        source = re.sub(r"\s*\n\s*", " ", text[rhs_toks[0][3]:rhs_toks[-1][4]])
+        if name in cfg.constants or name in cfg.substitutions:
+            raise CfgError(cfg.path, line, f"constant {name} is assigned twice")
+        cfg.assignments.append(Assignment(name, op, source, line))
         if op == "<-":
             cfg.substitutions[name] = rhs
         elif rhs == name:
@@ -125,7 +172,7 @@ def parse_cfg_text(text: str, path: str = "<cfg>") -> TLCConfig:
     cfg = TLCConfig(path)
     section: str | None = None
     const_parts: list[tuple[int, str]] = []
-    for lineno, raw in enumerate(_strip_comments(text).splitlines(), 1):
+    for lineno, raw in enumerate(_strip_comments(text, path).splitlines(), 1):
         line = raw.strip()
         if not line:
             continue

@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 from refimpl.bugs import bug_enabled
 from refimpl.sim.protocol import Envelope, Persist, SetTimer, Transition
 
-from . import bug_names as B
 from . import rules
 from .log import ReplicaLog
 from .messages import (ACKS_ALL_OR_ONE, AlterPartitionRequest, AlterPartitionResponse,
@@ -163,7 +162,7 @@ class Broker:
         """The leader's HWM rule (rules.next_high_watermark) from `hwm`, over what it knows."""
         return rules.next_high_watermark(
             hwm, self.log_end_offsets(s), s.committed_isr, s.maximal_isr, s.metadata.min_isr,
-            bug_use_maximal_isr=bug_enabled(self.bug, B.HWM_ON_MAXIMAL_ISR))
+            bug_use_maximal_isr=bug_enabled(self.bug, "hwm-on-maximal-isr"))
 
     def _leader_update(self, s: BrokerState,
                        now_ms: int) -> tuple[BrokerState, tuple[Envelope, ...]]:
@@ -174,7 +173,7 @@ class Broker:
         hwm = self.next_hwm(s, s.hwm)
         s = replace(s, hwm=hwm)
         done, keep = [], []
-        ack_check = not bug_enabled(self.bug, B.ACK_BELOW_MIN_ISR)
+        ack_check = not bug_enabled(self.bug, "ack-below-min-isr")
         for a in s.pending_acks:
             if ack_check:
                 ok = rules.acks_all_satisfied(a.offset, hwm, len(s.committed_isr), md.min_isr)
@@ -430,7 +429,7 @@ class Broker:
             return Transition(state=s, action="RejectProduce", params={"broker": s.broker_id},
                               sends=(self._env(s, src, ProduceResponse(req.request_id, "NOT_LEADER")),))
         md = s.metadata
-        check = not bug_enabled(self.bug, B.ACK_BELOW_MIN_ISR)
+        check = not bug_enabled(self.bug, "ack-below-min-isr")
         acks = req.acks
         if acks == ACKS_ALL_OR_ONE:   # spec abstraction A7 (the buggy leader takes acks=all)
             acks = "all" if len(md.isr) >= md.min_isr or not check else "one"

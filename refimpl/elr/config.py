@@ -22,20 +22,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from refimpl.bugs import get_bug
+from refimpl.bugs import bugs_for, get_bug
 
-from . import bug_names as B
 from .types import BALANCED, STRATEGIES, ElrConfig
 
 __all__ = ["config_from_bounds", "SPEC_BUGS"]
 
-#: spec bug switch -> the refimpl's planted bug (the spec switches with no refimpl twin are
-#: rejected when TRUE: the refimpl cannot reproduce them).
+SKIP_ELR_RULE_1 = get_bug("elr-not-cleared-at-min-isr").name
+
+#: spec bug switch -> the refimpl's planted bug (its `spec_switch` in refimpl/bugs.py); the spec
+#: switches with no refimpl twin are rejected when TRUE: the refimpl cannot reproduce them.
+#: BugSkipElrRule is not a boolean switch: "1" selects SKIP_ELR_RULE_1 (below).
 SPEC_BUGS: dict[str, str | None] = {
-    "BugHwmOnMaximalIsr": B.HWM_ON_MAXIMAL_ISR,
-    "BugKeepUncleanInElr": B.UNCLEAN_KEPT_IN_ELR,
-    "BugBalancedFixedReplies": B.BALANCED_FIXED_REPLIES,
-    "BugLastKnownElrLiteral": B.LAST_KNOWN_ELR_LITERAL,
+    **{b.spec_switch: b.name for b in bugs_for("elr") if b.spec_switch is not None},
     "BugHwmIgnoresMinIsr": None,
     "BugAcceptStaleReplies": None,
     "BugLongestLogIgnoresEpoch": None,
@@ -67,7 +66,8 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
             kw["manager_enabled"] = bounds.bool("UncleanRecoveryEnabled")
         if "RecoveryStrategy" in k:
             if k["RecoveryStrategy"] not in STRATEGIES:
-                raise ValueError(f"{bounds.path}: unknown RecoveryStrategy {k['RecoveryStrategy']!r}")
+                raise ValueError(f"{bounds.where('RecoveryStrategy')}: unknown RecoveryStrategy "
+                                 f"{k['RecoveryStrategy']!r}")
             kw["strategy"] = k["RecoveryStrategy"]
         if "FenceRunningBrokers" in k:
             kw["fence_running_brokers"] = bounds.bool("FenceRunningBrokers")
@@ -80,22 +80,23 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
         for const, planted in SPEC_BUGS.items():
             if bounds.bool(const, False):
                 if planted is None:
-                    raise ValueError(f"{bounds.path}: {const} = TRUE has no refimpl twin")
+                    raise ValueError(f"{bounds.where(const)}: {const} = TRUE has no refimpl twin")
                 if bug is not None and bug != planted:
-                    raise ValueError(f"{bounds.path}: {const} = TRUE selects the planted bug "
-                                     f"{planted!r}, not {bug!r}")
+                    raise ValueError(f"{bounds.where(const)}: {const} = TRUE selects the "
+                                     f"planted bug {planted!r}, not {bug!r}")
                 bug = planted
         skip = k.get("BugSkipElrRule", "off")
         if skip != "off":
             if skip != "1":
-                raise ValueError(f"{bounds.path}: BugSkipElrRule = {skip!r} has no refimpl twin")
-            if bug is not None and bug != B.ELR_NOT_CLEARED:
-                raise ValueError(f"{bounds.path}: BugSkipElrRule = \"1\" selects the planted "
-                                 f"bug {B.ELR_NOT_CLEARED!r}, not {bug!r}")
-            bug = B.ELR_NOT_CLEARED
+                raise ValueError(f"{bounds.where('BugSkipElrRule')}: BugSkipElrRule = {skip!r} has "
+                                 "no refimpl twin")
+            if bug is not None and bug != SKIP_ELR_RULE_1:
+                raise ValueError(f"{bounds.where('BugSkipElrRule')}: BugSkipElrRule = \"1\" "
+                                 f"selects the planted bug {SKIP_ELR_RULE_1!r}, not {bug!r}")
+            bug = SKIP_ELR_RULE_1
     limits: dict[str, Any] = {}
     if bounds is not None and "MaxRestarts" in bounds.constants:
         limits["max_restarts"] = bounds.int("MaxRestarts")   # enforced by the simulator
-    if bug == B.BALANCED_FIXED_REPLIES:
+    if bug == "balanced-fixed-replies":
         kw.setdefault("strategy", BALANCED)
     return ElrConfig(bug=bug, **kw), limits

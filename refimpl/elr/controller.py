@@ -14,7 +14,6 @@ from dataclasses import dataclass, replace
 from refimpl.bugs import bug_enabled
 from refimpl.sim.protocol import Envelope, Persist, SetTimer, Transition
 
-from . import bug_names as B
 from . import rules
 from .messages import (AlterMinIsrRequest, AlterPartitionRequest, AlterPartitionResponse,
                        BrokerHeartbeatRequest, BrokerHeartbeatResponse,
@@ -179,9 +178,10 @@ class Controller:
         p = s.partition
         u = rules.elr_update(p.isr, p.elr, p.last_known_elr, frozenset(proposed), s.eff_min_isr,
                              unclean, self.config.elr_enabled,
-                             clear_at_min_isr=not bug_enabled(self.bug, B.ELR_NOT_CLEARED),
+                             clear_at_min_isr=not bug_enabled(self.bug,
+                                                              "elr-not-cleared-at-min-isr"),
                              last_known_elr_literal=bug_enabled(self.bug,
-                                                                B.LAST_KNOWN_ELR_LITERAL))
+                                                                "last-known-elr-literal"))
         return replace(s, partition=p.with_(isr=u.isr, elr=u.elr, last_known_elr=u.last_known_elr))
 
     def _fence(self, s: ControllerState, b: str) -> ControllerState:
@@ -220,7 +220,7 @@ class Controller:
         eligible = s.unfenced
         clean = rules.clean_candidates(
             p.isr, p.elr, eligible, c.elr_enabled,
-            allow_fenced_elr=bug_enabled(self.bug, B.LEADER_FROM_FENCED_ELR))
+            allow_fenced_elr=bug_enabled(self.bug, "leader-from-fenced-elr"))
         kind = "CleanElection"
         if not clean:
             clean = rules.last_known_leader_candidates(p.isr, p.elr, p.last_known_leader,
@@ -237,7 +237,7 @@ class Controller:
                 (), kind
         d = rules.recovery_decision(c.strategy, c.manager_enabled, c.elr_enabled, p.isr, p.elr,
                                     p.last_known_elr, eligible,
-                                    bug_enabled(self.bug, B.BALANCED_FIXED_REPLIES))
+                                    bug_enabled(self.bug, "balanced-fixed-replies"))
         if d == "UncleanElection":
             live = frozenset(p.replicas) & eligible
             if not live or at_bound:
@@ -362,7 +362,7 @@ class Controller:
             # with the broker as `unclean`); "Other behaviors" 1: no leader epoch bump unless it
             # was the leader.
             p = s.partition
-            keep = bug_enabled(self.bug, B.UNCLEAN_KEPT_IN_ELR)
+            keep = bug_enabled(self.bug, "unclean-broker-kept-in-elr")
             s = self._update_isr(s, p.isr - {b}, frozenset() if keep else frozenset({b}))
             np = s.partition
             if p.isr == frozenset({b}):
@@ -545,7 +545,7 @@ class Controller:
             return None
         valid = tuple(r for r in s.replies if self._reply_valid(s, r))
         replied = frozenset(r.broker_id for r in valid)
-        fixed = s.eff_min_isr if bug_enabled(self.bug, B.BALANCED_FIXED_REPLIES) else None
+        fixed = s.eff_min_isr if bug_enabled(self.bug, "balanced-fixed-replies") else None
         unfenced_replicas = s.unfenced & frozenset(p.replicas)
         can = rules.recovery_can_elect(c.strategy, p.last_known_elr, replied, fixed)
         timing = fixed is not None or rules.recovery_timing_allows(replied, unfenced_replicas,

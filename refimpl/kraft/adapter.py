@@ -17,6 +17,7 @@ from refimpl.kraft import spec_mapping as sm
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.invariants import KRaftMonitor
 from refimpl.kraft.node import CHECK_QUORUM, ELECTION, KRaftNode
+from refimpl.kraft.quorum import holds_majority
 from refimpl.kraft.messages import VoteRequest
 from refimpl.kraft.state import META_PROPERTIES, QUORUM_STATE, NodeState, Role
 from refimpl.sim.bounds import Bounds, BoundsError
@@ -62,12 +63,17 @@ class KRaftBounds:
             r = b.first(BOUND_NAMES[key], kind)
             return None if r is None else r[1]
 
+        def at(key) -> str:
+            """`file:line: Name` of the constant that sets bound `key`."""
+            name = next(n for n in BOUND_NAMES[key] if b.has(n))
+            return f"{b.where(name)}: {name}"
+
         def names(key) -> tuple[str, ...] | None:
             v = pick(key, "set")
             if v is None:
                 return None
             if not all(isinstance(x, str) for x in v):
-                raise BoundsError(f"{b.path}: {key} must be a set of model values")
+                raise BoundsError(f"{at(key)} must be a set of model values")
             return tuple(sorted(v))
 
         servers = names("servers")
@@ -78,14 +84,14 @@ class KRaftBounds:
         if values is not None:
             values = tuple(sorted(str(v) for v in values))
             if not values:
-                raise BoundsError(f"{b.path}: the value set is empty")
+                raise BoundsError(f"{at('values')}: the value set is empty")
         for key in ("max_epoch", "max_log", "max_restarts", "max_in_flight", "max_client_requests"):
             v = pick(key, "int")
             if v is not None and v < 0:
-                raise BoundsError(f"{b.path}: {key} must be >= 0")
+                raise BoundsError(f"{at(key)} must be >= 0")
         tv = names("timeout_voters")
         if tv is not None and not set(tv) <= set(servers):
-            raise BoundsError(f"{b.path}: TimeoutVoters must be a subset of the voters")
+            raise BoundsError(f"{at('timeout_voters')} must be a subset of the voters")
         return cls(
             voters=servers, observers=observers,
             max_epoch=pick("max_epoch", "int"), max_log=pick("max_log", "int"),
@@ -253,7 +259,7 @@ class KRaftAdapter(ProtocolAdapter):
         others = [w.states[v].log for v in voters if v != node]
         for k, (rec, _) in enumerate(self.history.ghost_committed):
             held = sum(1 for log in others if len(log) > k and log[k] == rec)
-            if held * 2 <= len(voters):
+            if not holds_majority(held, len(voters)):
                 return False
         return True
 
@@ -289,7 +295,7 @@ class KRaftAdapter(ProtocolAdapter):
             n = sum(1 for v in voters if v == lid or (
                 v != exclude and w.up[v] and w.states[v].epoch == ls.epoch
                 and w.states[v].leader_id == lid))
-            if n * 2 > len(voters):
+            if holds_majority(n, len(voters)):
                 return lid
         return None
 

@@ -83,10 +83,6 @@ class QuorumConfig:
         if self.fetch_poll_ms < 0:
             raise ConfigError("fetch_poll_ms must be >= 0")
 
-    @property
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1
-
     def is_voter(self, node: str) -> bool:
         return node in self.voters
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
+from refimpl.kraft.quorum import holds_majority
 from refimpl.kraft.spec_mapping import RESTART_ACTIONS
 from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.protocol import Monitor, Violation, World
@@ -62,7 +63,7 @@ class KRaftMonitor(Monitor):
         self.nodes = nodes
         self.cluster_of = cluster_of or {n: None for n in nodes}
         ids = [self.cluster_of.get(v) for v in voters]
-        self.quorum_clusters = {c for c in ids if ids.count(c) * 2 > len(voters)}
+        self.quorum_clusters = {c for c in ids if holds_majority(ids.count(c), len(voters))}
         self.last_hwm: dict[str, int] = {}
         self._seen: dict[str, NodeState] = {}
         self._votes: dict[tuple[str, int], str] = {}
@@ -113,7 +114,7 @@ class KRaftMonitor(Monitor):
         for k in range(start, len(committed)):
             rec = committed[k][0]
             holders = sum(1 for log in logs if len(log) > k and log[k] == rec)
-            if holders * 2 <= len(self.voters):
+            if not holds_majority(holders, len(self.voters)):
                 return [Violation("NoCommittedRecordLost",
                                   f"{why}: committed record at offset {k} ({rec}) is held by "
                                   f"only {holders} of {len(self.voters)} voters")]

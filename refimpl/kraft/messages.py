@@ -16,7 +16,7 @@ __all__ = [
     "Errors",
     "VoteRequest", "VoteResponse",
     "BeginQuorumEpochRequest", "BeginQuorumEpochResponse",
-    "EndQuorumEpochRequest", "EndQuorumEpochResponse",
+    "EndQuorumEpochRequest",
     "FetchRequest", "FetchResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse", "ReplicaState",
     "Message",
@@ -78,13 +78,6 @@ class EndQuorumEpochRequest:
 
 
 @dataclass(frozen=True)
-class EndQuorumEpochResponse:
-    error: Errors
-    leader_id: str | None
-    leader_epoch: int
-
-
-@dataclass(frozen=True)
 class FetchRequest:
     cluster_id: str | None
     replica_id: str
@@ -127,5 +120,5 @@ class DescribeQuorumResponse:
 
 
 Message = (VoteRequest | VoteResponse | BeginQuorumEpochRequest | BeginQuorumEpochResponse
-           | EndQuorumEpochRequest | EndQuorumEpochResponse | FetchRequest | FetchResponse
-           | DescribeQuorumRequest | DescribeQuorumResponse)
+           | EndQuorumEpochRequest | FetchRequest | FetchResponse | DescribeQuorumRequest
+           | DescribeQuorumResponse)

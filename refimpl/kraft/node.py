@@ -21,6 +21,8 @@ docs/refimpl.md for the correspondence table).
 
 from __future__ import annotations
 
+import dataclasses
+
 from kraftcheck.values import Fn
 from refimpl.bugs import bug_enabled
 from refimpl.kraft import rules
@@ -28,9 +30,10 @@ from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.log import LeaderChange, Record, last_epoch
 from refimpl.kraft.messages import (
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,
-    DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, Errors, FetchRequest,
-    FetchResponse, ReplicaState, VoteRequest, VoteResponse,
+    DescribeQuorumResponse, EndQuorumEpochRequest, Errors, FetchRequest, FetchResponse,
+    ReplicaState, VoteRequest, VoteResponse,
 )
+from refimpl.kraft.quorum import is_majority
 from refimpl.kraft.state import (
     LOG, META_PROPERTIES, QUORUM_STATE, NodeState, QuorumStateFile, Role, replace,
 )
@@ -75,7 +78,6 @@ class KRaftNode:
                  observer_rediscovery: bool = True):
         self.cfg = config
         self.voters = config.voters
-        self.majority = config.majority
         self.max_epoch = max_epoch
         self.timeout_voters = frozenset(config.voters if timeout_voters is None else timeout_voters)
         # Kafka's observer goes back to asking the voters when its leader has been silent for
@@ -177,7 +179,7 @@ class KRaftNode:
         elif s.role is Role.CANDIDATE:
             keep[ELECTION] = self._election_timer(s)
             keep[RESEND] = SetTimer(RESEND, cfg.request_timeout_ms)
-            if self._has_quorum(s.votes_granted):
+            if is_majority(s.votes_granted, self.voters):
                 keep[BECOME_LEADER] = SetTimer(BECOME_LEADER, 0)
         elif s.role is Role.LEADER:
             keep[CHECK_QUORUM] = SetTimer(CHECK_QUORUM, cfg.fetch_timeout_ms)
@@ -192,10 +194,6 @@ class KRaftNode:
                            and prev.role in (Role.UNATTACHED, Role.VOTED, Role.CANDIDATE))
         return tuple(keep[t] if t in keep else CancelTimer(t) for t in ALL_TIMERS
                      if not (keeps_time_left and t == ELECTION))
-
-    def _has_quorum(self, granted) -> bool:
-        """A strict majority of the voters (spec: IsElectionQuorum)."""
-        return len(set(granted) & set(self.voters)) * 2 > len(self.voters)
 
     @staticmethod
     def _clear(s: NodeState, **kw) -> NodeState:
@@ -290,8 +288,7 @@ class KRaftNode:
         req = VoteRequest(s.cluster_id, epoch, s.node_id, last_epoch(s.log), len(s.log))
         sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
         t = self._stepped(new, action, sends)
-        return Transition(t.state, t.action, t.params, t.sends, t.persist, t.timers,
-                          split_sends="SendVoteRequest")
+        return dataclasses.replace(t, split_sends="SendVoteRequest")
 
     def _on_vote_request(self, s: NodeState, src: str, m: VoteRequest) -> Transition:
         """KIP-595 "Vote Request Handling" steps 1-4 (KIP-595r "Cluster Bootstrapping" step
@@ -341,11 +338,11 @@ class KRaftNode:
             return self._same(s, "HandleVoteResponse")
         if m.vote_granted:
             granted = s.votes_granted | {src}
-            if self._has_quorum(granted):
+            if is_majority(granted, self.voters):
                 return self.become_leader(replace(s, votes_granted=granted), "HandleVoteResponse")
             return self._same(replace(s, votes_granted=granted), "HandleVoteResponse")
         rejected = s.votes_rejected | {src}
-        if not self._has_quorum(set(self.voters) - rejected):
+        if not is_majority(set(self.voters) - rejected, self.voters):
             retries = s.election_retries + 1
             new = replace(self.step_down(s, s.epoch, None), election_retries=retries)
             backoff = rules.election_backoff_max(retries, self.cfg.retry_backoff_ms,
@@ -361,7 +358,7 @@ class KRaftNode:
         control record (ClusterId, LeaderId, VotedIds; the first leader generates the
         clusterId) whose offset starts the epoch, then send BeginQuorumEpoch to every other
         voter (KIP-595 "BeginQuorumEpoch").  The HWM is only advanced by Fetch handling."""
-        if s.role is not Role.CANDIDATE or not self._has_quorum(s.votes_granted):
+        if s.role is not Role.CANDIDATE or not is_majority(s.votes_granted, self.voters):
             return None
         cluster = s.cluster_id
         if cluster is None:
@@ -384,8 +381,7 @@ class KRaftNode:
         req = BeginQuorumEpochRequest(new.cluster_id, s.node_id, s.epoch)
         sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
         t = self._stepped(new, action, sends, persist)
-        return Transition(t.state, t.action, t.params, t.sends, t.persist, t.timers,
-                          split_sends="SendBeginQuorumEpoch")
+        return dataclasses.replace(t, split_sends="SendBeginQuorumEpoch")
 
     # ------------------------------------------------------------------ BeginQuorumEpoch
 
@@ -471,14 +467,6 @@ class KRaftNode:
         timers = tuple(x for x in self._role_timers(new) if x.name != ELECTION) + \
             (SetTimer(ELECTION, delay),)
         return self._stepped(new, "HandleEndQuorumEpochRequest", timers=timers)
-
-    def _on_end_epoch_response(self, s: NodeState, src: str, m: EndQuorumEpochResponse) -> Transition:
-        """KIP-595 "EndQuorumEpoch Response Handling": nothing on success; a newer epoch makes
-        a sender that is still running follow the indicated leader."""
-        if m.leader_epoch > s.epoch:
-            return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
-                                 "HandleEndQuorumEpochResponse", prev=s)
-        return self._same(s, "HandleEndQuorumEpochResponse")
 
     # ------------------------------------------------------------------ Fetch
 
@@ -761,7 +749,6 @@ class KRaftNode:
         BeginQuorumEpochRequest: _on_begin_epoch_request,
         BeginQuorumEpochResponse: _on_begin_epoch_response,
         EndQuorumEpochRequest: _on_end_epoch_request,
-        EndQuorumEpochResponse: _on_end_epoch_response,
         FetchRequest: _on_fetch_request,
         FetchResponse: _on_fetch_response,
         DescribeQuorumRequest: _on_describe_quorum,

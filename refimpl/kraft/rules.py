@@ -7,6 +7,8 @@
 * `follower_high_watermark` KIP-595 "Key Concepts / High watermark", "FetchResponse Handling"
 * `successor_backoff_ms`   KIP-595 "EndQuorumEpoch": MIN(retryBackoffMaxMs, retryBackoffMs * 2^(N-1))
 * `election_backoff_max`   KIP-595 "Vote": random backoff bounded by quorum.election.backoff.max.ms
+
+Majorities (size, vote counting, the majority-replicated offset) are in refimpl/kraft/quorum.py.
 """
 
 from __future__ import annotations
@@ -14,23 +16,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from refimpl.kraft.log import Log, end_offset_for_epoch
+from refimpl.kraft.quorum import is_majority, majority, majority_replicated_offset
 
 __all__ = [
     "is_log_up_to_date",
     "diverging_epoch",
     "truncation_offset",
-    "majority_replicated_offset",
     "leader_high_watermark",
     "follower_high_watermark",
     "successor_backoff_ms",
     "election_backoff_max",
     "truncates_committed",
-    "majority",
 ]
-
-
-def majority(n_voters: int) -> int:
-    return n_voters // 2 + 1
 
 
 def is_log_up_to_date(cand_last_epoch: int, cand_end_offset: int,
@@ -65,14 +62,6 @@ def truncation_offset(follower_log: Log, div_epoch: int, div_end_offset: int) ->
     """
     _, local_end = end_offset_for_epoch(follower_log, div_epoch)
     return min(div_end_offset, local_end)
-
-
-def majority_replicated_offset(end_offsets: Iterable[int], quorum: int) -> int:
-    """The largest offset that `quorum` of the given voter end offsets have reached."""
-    s = sorted(end_offsets, reverse=True)
-    if quorum <= 0:
-        return s[0] if s else 0
-    return s[quorum - 1] if len(s) >= quorum else 0
 
 
 def leader_high_watermark(voter_end_offsets: Iterable[int], n_voters: int,
@@ -125,6 +114,6 @@ def record_fetch(window: frozenset, leader: str, fetcher: str, voters: Iterable[
     restarts (second result True); otherwise the fetcher joins the window."""
     voters = set(voters)
     joined = (set(window) | {leader, fetcher}) & voters
-    if len(joined) * 2 > len(voters):
+    if is_majority(joined, voters):
         return frozenset(), True
     return frozenset(window | {fetcher}), False

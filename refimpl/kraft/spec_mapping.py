@@ -24,8 +24,8 @@ from kraftcheck.values import Fn, canonical
 from refimpl.kraft.log import Record
 from refimpl.kraft.messages import (
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,
-    DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-    FetchResponse, VoteRequest, VoteResponse,
+    DescribeQuorumResponse, EndQuorumEpochRequest, FetchRequest, FetchResponse, VoteRequest,
+    VoteResponse,
 )
 from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.protocol import Envelope, World, dumps
@@ -75,7 +75,6 @@ ACTION_NAMES: dict[str, str] = {
     "HandleBeginQuorumEpochRequest": "ReceiveBeginQuorumEpochRequest",
     "HandleBeginQuorumEpochResponse": "ReceiveBeginQuorumEpochResponse",
     "HandleEndQuorumEpochRequest": "ReceiveEndQuorumEpochRequest",
-    "HandleEndQuorumEpochResponse": "ReceiveEndQuorumEpochResponse",  # never sent (see docs)
     "HandleFetchRequest": "ReceiveFetchRequest",
     "HandleFetchResponse": "ReceiveFetchResponse",
     "FetchRequestTimeout": "FetchRequestTimeout",  # always a stutter (volatile pacing only)
@@ -134,7 +133,7 @@ def message_fields(env: Envelope) -> dict:
                  error=m.error.value)
     elif isinstance(m, BeginQuorumEpochRequest):
         d.update(epoch=m.leader_epoch, clusterId=_id(m.cluster_id))
-    elif isinstance(m, (BeginQuorumEpochResponse, EndQuorumEpochResponse)):
+    elif isinstance(m, BeginQuorumEpochResponse):
         d.update(epoch=m.leader_epoch, leaderId=_id(m.leader_id), error=m.error.value)
     elif isinstance(m, EndQuorumEpochRequest):
         d.update(epoch=m.leader_epoch, preferredSuccessors=list(m.preferred_successors),
