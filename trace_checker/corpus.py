@@ -555,7 +555,7 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                                   user_config=user_config, **kw)
         if user_config is not None:
             summary["config"] = user_config.name
-        summary["coverage"] = _nb_coverage(results, manifest_dir)
+        summary["coverage"] = _nb_coverage(results, manifest_dir, user_config)
     order = {f: i for i, f in enumerate(files)}
     results.sort(key=lambda r: order.get(r["file"], len(order)))
     counts = V.count(results)
@@ -585,7 +585,8 @@ def is_validate_out(out: Path) -> bool:
     return isinstance(d, dict) and {"mode", "counts", "results"} <= set(d)
 
 
-def _nb_coverage(results: list[dict], manifest_dir: Path | None) -> dict | None:
+def _nb_coverage(results: list[dict], manifest_dir: Path | None,
+                 user_config: ConfigEntry | None = None) -> dict | None:
     """Spec actions the valid traces took / never took (neighbourhood mode), per the actions
     of the configs they were checked under."""
     taken: Counter = Counter()
@@ -602,9 +603,10 @@ def _nb_coverage(results: list[dict], manifest_dir: Path | None) -> dict | None:
         key = (t.bounds, t.spec_module, t.model_values)
         if key not in actions:
             try:
-                entries = entries or _manifest(manifest_dir)
-                actions[key] = spec_actions(resolve_base(t, entries))
-            except (LookupError, ManifestError, CfgError):
+                entries = entries or (None if user_config else _manifest(manifest_dir))
+                base = user_config or resolve_base(t, entries, manifest_dir)
+                actions[key] = spec_actions(base)
+            except (LookupError, ManifestError, CfgError, TraceMalformed):
                 actions[key] = []
     if not taken:
         return None

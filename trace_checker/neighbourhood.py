@@ -92,12 +92,11 @@ _OOM = re.compile(r"OutOfMemoryError|Java ran out of memory|GC overhead limit ex
 
 
 def heap_bytes() -> int:
-    """TLC's heap (KRAFTCHECK_TLC_HEAP, default 4g) in bytes."""
+    """TLC's heap (KRAFTCHECK_TLC_HEAP, default 4g) in bytes, for sizing chunks.  A value that
+    is not a heap size counts as the default here: TLC's own JVM then refuses it, in its own
+    words, and the run fails closed (TLCUnavailable)."""
     text = os.environ.get("KRAFTCHECK_TLC_HEAP", "4g").strip().lower()
-    m = re.fullmatch(r"([0-9]+)([kmgt]?)", text)
-    if not m:
-        raise NeighbourhoodError(f"KRAFTCHECK_TLC_HEAP={text!r} is not a Java heap size "
-                                 "(e.g. 3g, 2048m)")
+    m = re.fullmatch(r"([0-9]+)([kmgt]?)", text) or re.fullmatch(r"([0-9]+)([kmgt]?)", "4g")
     return int(m.group(1)) * {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}[m.group(2)]
 
 
@@ -200,6 +199,17 @@ class Neighbourhood:
         self.stats.runs += 1
         self.stats.seconds += res.seconds
         self.stats.logs.append(res.log or "")
+        if res.status != "ok" or not dump.is_file():
+            # out of memory first: the most specific reason TLC could not judge (fail closed)
+            log_text = Path(res.log).read_text(encoding="utf-8", errors="replace") if res.log else ""
+            said = [e.message.strip() for e in res.errors if _OOM.search(e.message)] + \
+                [ln.strip() for ln in log_text.splitlines() if _OOM.search(ln)]
+            if said:
+                self.stats.failed_runs += 1
+                raise TLCOutOfMemory(
+                    f"TLC ran out of memory (heap {os.environ.get('KRAFTCHECK_TLC_HEAP', '4g')}) "
+                    f"on {what} of config {self.base.name}: {said[0].splitlines()[0]}; set "
+                    f"KRAFTCHECK_TLC_HEAP higher or lower --chunk (log {res.log})")
         fatal = res.unavailable() or (f"TLC timed out after {int(self.timeout)}s (log {res.log})"
                                       if res.status == "timeout" else None)
         if fatal:
@@ -207,12 +217,6 @@ class Neighbourhood:
             raise TLCUnavailable(f"{self.base.name}: {fatal}")
         if res.status != "ok" or not dump.is_file():
             self.stats.failed_runs += 1
-            log_text = Path(res.log).read_text(encoding="utf-8", errors="replace") if res.log else ""
-            if _OOM.search(log_text) or any(_OOM.search(e.message) for e in res.errors):
-                raise TLCOutOfMemory(
-                    f"TLC ran out of memory (heap {os.environ.get('KRAFTCHECK_TLC_HEAP', '4g')}) "
-                    f"on {what} of config {self.base.name}; set KRAFTCHECK_TLC_HEAP higher or "
-                    f"lower --chunk (log {res.log})")
             why = "; ".join(e.message.strip().splitlines()[0] for e in res.errors[:2] if e.message.strip())
             return None, f"TLC {res.status}: {why or 'no detail'} (log {res.log})"
         try:
