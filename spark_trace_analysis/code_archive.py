@@ -13,8 +13,9 @@ repository nor an installation of kraftcheck.
 `__pycache__` left out) into `<work>/spark/pyfiles/kraftcheck-code-<sha256 prefix>.zip`.  The name
 is the hash of the files' paths and bytes, and the zip is byte-identical for the same sources
 (fixed timestamps and order), so it is built once per code version and reused by every run
-until a source file changes.  It is written under a temporary name and renamed into place, so
-concurrent runs never see half an archive.  `session.get_session` adds it to the SparkContext
+until a source file changes (archives of other versions are deleted once a day old).  It is
+written under a temporary name and renamed into place, so concurrent runs never see half an
+archive.  `session.get_session` adds it to the SparkContext
 with `addPyFile` (the executors download it and put it first on their `sys.path`).
 """
 
@@ -24,17 +25,19 @@ import hashlib
 import importlib.util
 import os
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
 from kraftcheck.paths import work_dir
 
-__all__ = ["PACKAGES", "code_archive", "package_files"]
+__all__ = ["PACKAGES", "STALE_AFTER_S", "code_archive", "package_files"]
 
 # The Python packages executors may import: the UDFs' own (spark_trace_analysis, kraftcheck)
 # and those the driver-side modules reach lazily and a future UDF might too (refimpl's spec
 # mappings, trace_checker).  `proofs` (z3 proofs) is never needed by the stats job.
 PACKAGES = ("spark_trace_analysis", "kraftcheck", "refimpl", "trace_checker")
+STALE_AFTER_S = 24 * 3600
 _EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip entry can carry: reproducible bytes
 
 
@@ -66,6 +69,7 @@ def code_archive(packages: tuple[str, ...] = PACKAGES, folder: Path | None = Non
     folder = folder or work_dir() / "spark" / "pyfiles"
     path = folder / f"kraftcheck-code-{h.hexdigest()[:16]}.zip"
     if path.is_file():
+        _prune(folder, keep=path)
         return path
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=folder)
@@ -76,8 +80,22 @@ def code_archive(packages: tuple[str, ...] = PACKAGES, folder: Path | None = Non
                 info.external_attr = 0o644 << 16
                 info.compress_type = zipfile.ZIP_DEFLATED
                 z.writestr(info, data)
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _prune(folder, keep=path)
     return path
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """Delete archives of other code versions once they are a day old (a job started before a
+    source edit may still be serving its own archive to new executors)."""
+    old = time.time() - STALE_AFTER_S
+    for f in folder.glob("kraftcheck-code-*.zip"):
+        try:
+            if f != keep and f.stat().st_mtime < old:
+                f.unlink()
+        except FileNotFoundError:   # a concurrent run pruned it first
+            pass

@@ -11,7 +11,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from spark_trace_analysis.code_archive import PACKAGES, code_archive, package_files
+from spark_trace_analysis.code_archive import (PACKAGES, STALE_AFTER_S, code_archive,
+                                               package_files)
 
 
 def _pkg(root: Path, text: str) -> None:
@@ -40,6 +41,13 @@ def test_archive_is_content_addressed_and_built_once(tmp_path, monkeypatch):
     # byte-identical when rebuilt elsewhere from the same sources
     assert code_archive(("kc_probe_pkg",), tmp_path / "again").read_bytes() == b.read_bytes()
     assert sorted(p.name for p in out.iterdir()) == sorted([a.name, b.name])  # no temp files
+    assert a.stat().st_mode & 0o777 == 0o644
+    # an archive of another version is deleted once it is a day old, the current one never
+    day_old = a.stat().st_mtime - STALE_AFTER_S - 60
+    os.utime(a, (day_old, day_old))
+    os.utime(b, (day_old, day_old))
+    assert code_archive(("kc_probe_pkg",), out) == b
+    assert sorted(p.name for p in out.iterdir()) == [b.name]
 
 
 def test_archive_holds_what_the_udfs_import_and_imports_alone(tmp_path):
