@@ -165,9 +165,10 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.local.dir": str(local_dir),
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}",
     }
+    if is_loopback_master(master):   # executors elsewhere keep their own scratch folders
+        conf["spark.local.dir"] = str(local_dir)
     if os.environ.get("PYSPARK_PYTHON"):
         conf["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
         conf["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]

@@ -186,8 +186,8 @@ def test_standalone_cluster_gives_the_local_result(cluster, worker_python, tmp_p
         assert [e for e in p["pythonpath"].split(os.pathsep) if e.startswith(str(REPO_ROOT))
                 and not e.startswith(str(spark_home))] == [], p
         assert not any("editable" in f.lower() for f in p["finders"]), p
-        holders = [e for e in p["sys_path"]
-                   if Path(e, "kraftcheck").is_dir() or Path(e) == REPO_ROOT]
+        entries = [Path(p["cwd"], e).resolve() for e in p["sys_path"]]   # as the executor sees them
+        holders = [e for e in entries if (e / "kraftcheck").is_dir() or e == REPO_ROOT]
         assert holders == [], p
     assert remote["master"] == cluster and local["master"] == "local[2]"
     for k in ("traces", "steps", "lines", "bad_rows", "verdicts", "conformance", "agreement",
