@@ -90,7 +90,8 @@ def _submitted_conf():
     PYSPARK_GATEWAY_PORT set), else None."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return None
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
+    SparkContext._ensure_initialized()   # connect to spark-submit's JVM: SparkConf reads it
     return SparkConf()
 
 
