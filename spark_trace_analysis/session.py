@@ -1,8 +1,14 @@
 """The Spark session every job runs in: embedded local[*] by default, or an existing cluster.
 
 Settings this machine needs are set here, not by the user: the web UI is off, memory is small,
-shuffles use few partitions, and the Python workers run the interpreter of the driver (so they
-see pyarrow and this project).  `--master spark://HOST:PORT` runs the same job on a cluster.
+shuffles use few partitions, and on this host (local[...] or a loopback master) the Python
+workers run the interpreter of the driver (so they see pyarrow).  `--master spark://HOST:PORT`
+runs the same job on a cluster; PYSPARK_PYTHON names the workers' Python there.  Under
+spark-submit (the driver's JVM is already running) the settings given to spark-submit win:
+only the ones it left unset get these defaults.
+
+The project's own code reaches the executors as a zip added with SparkContext.addPyFile
+(`code_archive`), never through a path on the workers.
 
 The driver JVM's output (log4j, JVM warnings) goes to driver_log(), not to the terminal; a
 command that fails because Spark failed names that file.
@@ -25,10 +31,10 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from kraftcheck.paths import REPO_ROOT, work_dir
+from kraftcheck.paths import work_dir
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
-           "driver_network", "driver_log"]
+           "driver_network", "driver_log", "ship_code"]
 
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
@@ -68,15 +74,42 @@ def driver_network(master: str, env: Mapping[str, str]) -> tuple[dict[str, str],
     return ({"spark.driver.host": host} if host else {}), {}
 
 
-def _prepare_env(env_defaults: Mapping[str, str]) -> None:
+def _prepare_env(env_defaults: Mapping[str, str], master: str) -> None:
     for k, v in env_defaults.items():
         os.environ.setdefault(k, v)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # Executors of a standalone cluster import this project's modules by path.
-    pp = os.environ.get("PYTHONPATH", "")
-    if str(REPO_ROOT) not in pp.split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (str(REPO_ROOT), pp) if x)
+    # The workers' Python: on this host the driver's own interpreter (it has pyarrow); on other
+    # hosts that path means nothing, so only the user's PYSPARK_PYTHON (or Spark's default,
+    # python3 on the worker's PATH) applies.
+    if is_loopback_master(master):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+
+def _submitted_conf():
+    """The settings given to spark-submit when it launched this driver (its JVM is running and
+    PYSPARK_GATEWAY_PORT set), else None."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+    SparkContext._ensure_initialized()   # connect to spark-submit's JVM: SparkConf reads it
+    return SparkConf()
+
+
+def ship_code(sc) -> Path:
+    """Add this project's code archive (`code_archive`) to the SparkContext `sc` unless it has
+    it already; the executors put it first on their sys.path.  The driver keeps importing its
+    own installation: addPyFile's entry on the driver's sys.path is taken out again."""
+    from pyspark import SparkFiles
+
+    from spark_trace_analysis.code_archive import code_archive
+
+    path = code_archive()
+    if path.name not in (sc._python_includes or []):
+        sc.addPyFile(str(path))
+        here = os.path.join(SparkFiles.getRootDirectory(), path.name)
+        while here in sys.path:
+            sys.path.remove(here)
+    return path
 
 
 def driver_log() -> Path:
@@ -107,14 +140,17 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
                 shuffle_partitions: int = 8, driver_memory: str = "1g",
                 executor_memory: str = "1g", extra: dict[str, str] | None = None):
     """A SparkSession on `master` (default local[*]); reuses the active one if it matches."""
-    master = master or os.environ.get("KRAFTCHECK_SPARK_MASTER") or DEFAULT_MASTER
+    given = _submitted_conf()
+    master = (master or os.environ.get("KRAFTCHECK_SPARK_MASTER")
+              or (given.get("spark.master") if given is not None else None) or DEFAULT_MASTER)
     net_conf, env_defaults = driver_network(master, os.environ)
-    _prepare_env(env_defaults)
+    _prepare_env(env_defaults, master)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         if active.sparkContext.master == master:
+            ship_code(active.sparkContext)
             return active
         active.stop()
     local_dir = work_dir() / "spark"
@@ -130,15 +166,18 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        "spark.local.dir": str(local_dir),
-        "spark.executorEnv.PYTHONPATH": os.environ["PYTHONPATH"],
-        "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
-        "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}",
     }
+    if is_loopback_master(master):   # executors elsewhere keep their own scratch folders
+        conf["spark.local.dir"] = str(local_dir)
+    if os.environ.get("PYSPARK_PYTHON"):
+        conf["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
+        conf["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
     conf.update(net_conf)
     if master.startswith("spark://"):
         conf["spark.cores.max"] = os.environ.get("KRAFTCHECK_SPARK_CORES", "2")
+    if given is not None:   # under spark-submit: what the user gave it wins
+        conf = {k: v for k, v in conf.items() if not given.contains(k)}
     conf.update(extra or {})
     b = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
@@ -146,6 +185,7 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
     with _stderr_to(driver_log()):   # Spark's start-up banner and log lines stay off the terminal
         spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    ship_code(spark.sparkContext)
     return spark
 
 

@@ -1,7 +1,13 @@
 """The same stats job on a standalone Spark cluster (a master and a worker started here on
 127.0.0.1 with pyspark's bundled spark-class, always stopped) gives the same tables as the
 embedded local session, with the fixture state graph and verdicts: ingest, conformance,
-metrics, distributed validation (whose graph is parsed by executors), agreement and coverage."""
+metrics, distributed validation (whose graph is parsed by executors), agreement and coverage.
+
+The master and worker run in a scratch folder, with no PYTHONPATH and no environment variable
+naming the repository (SPARK_HOME, pyspark's own install, aside), and their executors run a
+Python that has the third-party libraries but cannot import this project: the code reaches
+them only as the archive `kraftcheck stats` ships (spark_trace_analysis.code_archive), which
+a probe on the executors confirms."""
 
 from __future__ import annotations
 
@@ -13,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from kraftcheck.paths import REPO_ROOT
 
 FIX = Path(__file__).parent / "fixtures" / "spark"
 TABLES = ("traces", "conformance", "actions", "metrics", "election_latency", "commit_latency",
@@ -43,14 +51,51 @@ def _wait_for(log: Path, needle: str, proc: subprocess.Popen, timeout: float) ->
     raise TimeoutError(f"no {needle!r} in {log} after {timeout} s")
 
 
+def _outside_repo_env(**extra: str) -> dict[str, str]:
+    """This process's environment less every variable that names the repository (PYTHONPATH,
+    VIRTUAL_ENV, ...); PATH keeps only its entries outside the repository."""
+    root = str(REPO_ROOT)
+    env = {k: v for k, v in os.environ.items() if root not in v and k != "PYTHONPATH"}
+    env["PATH"] = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
+                                  if p and not p.startswith(root))
+    return dict(env, **extra)
+
+
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def worker_python(tmp_path_factory) -> str:
+    """A Python for the executors with this venv's third-party packages (pyarrow, lark,
+    pyspark) as a plain sys.path entry, so the venv's editable-install hook (a .pth file that
+    maps kraftcheck & co. to the repository) never runs: the project is not importable."""
+    import sysconfig
+    import venv
+    d = tmp_path_factory.mktemp("worker-python") / "venv"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(d)
+    py = d / "bin" / "python"
+    site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    libs = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    Path(site, "third_party.pth").write_text("".join(f"{p}\n" for p in sorted(libs)))
+    env = _outside_repo_env()
+    ok = subprocess.run([str(py), "-c", "import pyarrow, lark, pyspark"], env=env, cwd=d,
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    for pkg in ("kraftcheck", "spark_trace_analysis", "refimpl", "trace_checker"):
+        r = subprocess.run([str(py), "-c", f"import {pkg}"], env=env, cwd=d,
+                           capture_output=True, text=True)
+        assert "ModuleNotFoundError" in r.stderr, (pkg, r.stderr)
+    return str(py)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, worker_python):
     import pyspark
     home = Path(pyspark.__file__).parent
     work = tmp_path_factory.mktemp("cluster")
-    env = dict(os.environ, SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
-               SPARK_DAEMON_MEMORY="256m", PYSPARK_PYTHON=sys.executable,
-               SPARK_LOG_DIR=str(work), SPARK_WORKER_DIR=str(work / "worker"))
+    env = _outside_repo_env(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
+                            SPARK_DAEMON_MEMORY="256m", PYSPARK_PYTHON=worker_python,
+                            SPARK_LOG_DIR=str(work), SPARK_WORKER_DIR=str(work / "worker"))
+    assert not [k for k, v in env.items() if str(REPO_ROOT) in v and k != "SPARK_HOME"]
     port = _free_port()
     url = f"spark://127.0.0.1:{port}"
     cls = str(home / "bin" / "spark-class")
@@ -61,14 +106,14 @@ def cluster(tmp_path_factory):
             procs.append(subprocess.Popen(
                 [cls, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                  "--port", str(port), "--webui-port", str(_free_port())],
-                env=env, stdout=f, stderr=subprocess.STDOUT))
+                env=env, cwd=work, stdout=f, stderr=subprocess.STDOUT))
         _wait_for(mlog, "I have been elected leader", procs[0], 90)
         with open(wlog, "w") as f:
             procs.append(subprocess.Popen(
                 [cls, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
                  "--cores", "2", "--memory", "1g", "--webui-port", str(_free_port()),
                  "--work-dir", str(work / "worker")],
-                env=env, stdout=f, stderr=subprocess.STDOUT))
+                env=env, cwd=work, stdout=f, stderr=subprocess.STDOUT))
         _wait_for(wlog, "Successfully registered with master", procs[1], 90)
         yield url
     finally:
@@ -91,18 +136,59 @@ def _tables(out: Path) -> dict[str, list]:
     return res
 
 
-def test_standalone_cluster_gives_the_local_result(cluster, tmp_path):
+def test_standalone_cluster_gives_the_local_result(cluster, worker_python, tmp_path,
+                                                   monkeypatch):
+    import pyspark
+
     from spark_trace_analysis.jobs import run_stats
     from spark_trace_analysis.session import get_session, stop_session
 
+    spark_home = Path(pyspark.__file__).parent
     get_session("local[2]", shuffle_partitions=2)
     local = run_stats([str(FIX / "corpus")], tmp_path / "local", master="local[2]", **RUN)
     stop_session()
+
+    def probe(_rows):
+        """Runs on an executor: where the job's modules came from (a nested function is
+        pickled by value, so the worker needs no test module)."""
+        import os
+        import sys
+
+        import kraftcheck.values
+        import spark_trace_analysis.graph
+        import spark_trace_analysis.ingest
+        yield {"files": [m.__file__ for m in (kraftcheck.values, spark_trace_analysis.ingest,
+                                               spark_trace_analysis.graph)],
+               "cwd": os.getcwd(), "sys_path": list(sys.path),
+               "finders": [repr(f) for f in sys.meta_path],
+               "pythonpath": os.environ.get("PYTHONPATH", "")}
+
+    # the executors' Python cannot import the project (fixture worker_python)
+    monkeypatch.setenv("PYSPARK_PYTHON", worker_python)
     try:
-        get_session(cluster, shuffle_partitions=2, executor_memory="512m")
+        sc = get_session(cluster, shuffle_partitions=2, executor_memory="512m").sparkContext
         remote = run_stats([str(FIX / "corpus")], tmp_path / "remote", master=cluster, **RUN)
+        probes = sc.parallelize(range(2), 2).mapPartitions(probe).collect()
+        shipped = list(sc._python_includes)
     finally:
         stop_session()
+    assert len(shipped) == 1, shipped
+    archive = shipped[0]
+    assert archive.startswith("kraftcheck-code-") and archive.endswith(".zip")
+    assert len(probes) == 2
+    for p in probes:
+        # every project module the UDFs use came out of the shipped zip...
+        for f in p["files"]:
+            assert f"/{archive}/" in f and not f.startswith(str(REPO_ROOT)), p
+        # ...and nothing else on the executor could have provided it
+        assert not p["cwd"].startswith(str(REPO_ROOT)), p
+        # (PYTHONPATH holds Spark's own pyspark.zip and py4j from SPARK_HOME, nothing else)
+        assert [e for e in p["pythonpath"].split(os.pathsep) if e.startswith(str(REPO_ROOT))
+                and not e.startswith(str(spark_home))] == [], p
+        assert not any("editable" in f.lower() for f in p["finders"]), p
+        entries = [Path(p["cwd"], e).resolve() for e in p["sys_path"]]   # as the executor sees them
+        holders = [e for e in entries if (e / "kraftcheck").is_dir() or e == REPO_ROOT]
+        assert holders == [], p
     assert remote["master"] == cluster and local["master"] == "local[2]"
     for k in ("traces", "steps", "lines", "bad_rows", "verdicts", "conformance", "agreement",
               "coverage", "coverage_bounds", "coverage_excluded_traces", "verdict_bad_rows",
