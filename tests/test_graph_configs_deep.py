@@ -1,7 +1,7 @@
 """The detection benchmark's graph configs reach what they are for (deep: building each graph
 takes minutes).  kraft-graph-3voters: three voters, a restart, and logs that diverge and are
-reconciled by a DivergingEpoch truncation; elr-graph-rf3: a third replica in the ELR and a
-Balanced unclean recovery.  Their state counts are pinned in the manifests (test_deep_config)."""
+reconciled by a DivergingEpoch truncation; elr-graph-rf3: two of three replicas in the ELR
+at once, unclean shutdowns and restarts.  Their state counts are pinned in the manifests (test_deep_config)."""
 
 from __future__ import annotations
 
@@ -46,8 +46,9 @@ def test_kraft_graph_3voters_reaches_restarts_and_diverging_logs(tlc_toolchain):
 
 def test_elr_graph_rf3_puts_a_third_replica_in_the_elr(tlc_toolchain):
     g = load_graph("elr-graph-rf3", timeout=7200).graph
-    assert len(g) == 65784 and not g.meta["merged_states"]
-    assert {"UncleanShutdownStep", "CompleteUncleanRecovery"} <= set(g.actions)
+    assert len(g) == 57606 and not g.meta["merged_states"]
+    assert {"UncleanShutdown", "RestartBroker", "FenceBroker", "ShrinkIsr"} <= set(g.actions)
+    assert set(g.actions) <= set(spec_actions(resolve_entry("elr-graph-rf3")))
     elr = g.codec.position["elr"]
     sizes = {len(g.codec.value(elr, vid)) for vid in {k[elr] for k in g.states}}
     assert max(sizes) >= 2          # two of the three replicas eligible at once

@@ -25,4 +25,7 @@ Modules, one job each:
     diagnose.py      nearest allowed successor, per-variable diff, enabled actions
     verdict.py       verdict records and their JSON / text forms
     corpus.py        the driver: modes, recheck, parallel workers, summary, --out
+    tlashare.py      many states in one generated module, each distinct value written once
+    liveness.py      timer obligations against the trace's virtual time (liveness on traces)
+    coverage.py      spec actions and graph edges a corpus never took
 """
