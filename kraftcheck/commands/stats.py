@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,17 @@ import typer
 from rich.markup import escape
 
 from kraftcheck.output import console, err_console, print_json
+
+
+def _command(corpus, out, master, graph, graph_bounds, verdicts) -> str:
+    """The command line of this run, rebuilt from what was parsed (shown in the report)."""
+    words = ["kraftcheck", "stats", *map(str, corpus), "--out", str(out)]
+    for flag, value in (("--master", master), ("--graph", graph), ("--graph-bounds", graph_bounds)):
+        if value is not None:
+            words += [flag, str(value)]
+    for v in verdicts or ():
+        words += ["--verdicts", str(v)]
+    return shlex.join(words)
 
 
 def stats(
@@ -49,7 +59,7 @@ def stats(
         s = run_stats([str(p) for p in corpus], out, graph=graph,
                       verdicts=[str(v) for v in verdicts] if verdicts else None, master=master,
                       progress=progress, graph_bounds=graph_bounds,
-                      command=shlex.join(["kraftcheck", *sys.argv[1:]]))
+                      command=_command(corpus, out, master, graph, graph_bounds, verdicts))
     except (InputError, GraphError) as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2)
