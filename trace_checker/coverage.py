@@ -37,11 +37,10 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"\\\*[^\n]*", "", text)
 
 
-def _definitions(module: Path, folders: Iterable[Path]) -> dict[str, str]:
-    """Top-level definitions `Name == body` of `module` and the modules it EXTENDS (found in
-    `folders`), the module's own first."""
+def _module_texts(module: Path, folders: Iterable[Path]) -> Iterable[str]:
+    """The comment-free text of `module` and of the modules it EXTENDS (found in `folders`),
+    the module's own first, each module once."""
     files = {tla.stem: tla for folder in folders for tla in sorted(folder.glob("*.tla"))}
-    defs: dict[str, str] = {}
     todo, done = [module.stem], set()
     while todo:
         name = todo.pop(0)
@@ -52,6 +51,14 @@ def _definitions(module: Path, folders: Iterable[Path]) -> dict[str, str]:
         ext = re.search(r"^EXTENDS\s+([^\n]+)", text, re.M)
         if ext:
             todo.extend(x.strip() for x in ext.group(1).split(","))
+        yield text
+
+
+def _definitions(module: Path, folders: Iterable[Path]) -> dict[str, str]:
+    """Top-level definitions `Name == body` of `module` and the modules it EXTENDS (found in
+    `folders`), the module's own first."""
+    defs: dict[str, str] = {}
+    for text in _module_texts(module, folders):
         marks = list(_DEF.finditer(text))
         for m, nxt in zip(marks, marks[1:] + [None]):
             body = text[m.end():nxt.start() if nxt else len(text)]
@@ -65,17 +72,7 @@ def _definitions(module: Path, folders: Iterable[Path]) -> dict[str, str]:
 def _variables(module: Path, folders: Iterable[Path]) -> set[str]:
     """The state variables declared (VARIABLE / VARIABLES) in `module` and what it EXTENDS."""
     out: set[str] = set()
-    files = {tla.stem: tla for folder in folders for tla in sorted(folder.glob("*.tla"))}
-    todo, done = [module.stem], set()
-    while todo:
-        name = todo.pop(0)
-        if name in done or name not in files:
-            continue
-        done.add(name)
-        text = _strip_comments(files[name].read_text(encoding="utf-8", errors="replace"))
-        ext = re.search(r"^EXTENDS\s+([^\n]+)", text, re.M)
-        if ext:
-            todo.extend(x.strip() for x in ext.group(1).split(","))
+    for text in _module_texts(module, folders):
         for m in re.finditer(r"^VARIABLES?\s+((?:[A-Za-z_][A-Za-z0-9_]*\s*,\s*)*"
                              r"[A-Za-z_][A-Za-z0-9_]*)", text, re.M):
             out.update(v.strip() for v in m.group(1).split(","))
