@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -28,6 +29,19 @@ def print_json(obj: Any) -> None:
     """Print `obj` as JSON on stdout (one document)."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
+
+
+def replace_folder(tmp: str | os.PathLike, out: str | os.PathLike) -> None:
+    """Put the finished folder `tmp` where `out` is, replacing any earlier `out` (renames in
+    the same parent folder, so a reader sees the old or the new folder, never a mix)."""
+    tmp, out = Path(tmp), Path(out)
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old-{os.getpid()}")
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:

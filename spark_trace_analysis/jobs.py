@@ -18,7 +18,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kraftcheck.output import write_atomic
+from kraftcheck.output import replace_folder, write_atomic
 from spark_trace_analysis import conformance, coverage, ingest, metrics, run_config, validate
 from spark_trace_analysis.graph import GraphError, load_graph_tables
 from spark_trace_analysis.ingest import InputError
@@ -39,16 +39,6 @@ def _rows(df: DataFrame, limit: int | None = None) -> list[dict]:
 def _write(df: DataFrame, path: Path, parts: int = 1) -> DataFrame:
     df.coalesce(parts).write.mode("overwrite").parquet(str(path))
     return df.sparkSession.read.parquet(str(path))
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
@@ -81,7 +71,7 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
         tables = summary.pop("_tables")
         write_atomic(tmp / "report.html", render_report(summary, tables))
         write_atomic(tmp / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-        _swap_into_place(tmp, out)
+        replace_folder(tmp, out)
         return summary
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

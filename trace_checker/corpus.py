@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path, PurePosixPath
 
-from kraftcheck.output import write_atomic
+from kraftcheck.output import replace_folder, write_atomic
 from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
 from kraftcheck.tlc.cfg import CfgError, parse_cfg
 from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, load_manifest
@@ -642,13 +642,7 @@ def _keep_failures(out: Path, results: list[dict], summary: dict) -> None:
             write_atomic(tmp / f"{name}.diagnosis.json",
                          json.dumps(r, indent=2, default=str) + "\n")
         write_atomic(tmp / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-        old = None
-        if out.exists():
-            old = out.with_name(f".{out.name}.{os.getpid()}.old")
-            os.replace(out, old)
-        os.replace(tmp, out)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        replace_folder(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
