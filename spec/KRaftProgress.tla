@@ -23,6 +23,16 @@
 (***************************************************************************)
 EXTENDS KRaft
 
+\* Protocol-rule switch (FALSE in every configuration but
+\* kraft-bug-5voters-progress-any-fetch): the progress check counts any Fetch
+\* in the window as progress, instead of Fetch requests "from a majority of
+\* the quorum".  Indistinguishable from the rule with 3 voters (one fetcher
+\* and the leader are a majority); with 5 it keeps a leader that hears from
+\* a minority in office forever.
+CONSTANT BugProgressAnyFetch
+
+ASSUME BugProgressAnyFetch \in BOOLEAN
+
 VARIABLE
     progressWindow  \* [Server -> SUBSET Voters]: leader i, the voters whose
                     \* Fetch of i's epoch reached i since its progress timer
@@ -56,11 +66,17 @@ ReceiveFetchRequestInWindow ==
         /\ progressWindow' = [progressWindow EXCEPT ![m.dest] =
                                  IF CountsForProgress(m) THEN @ \cup {m.src} ELSE @]
 
+\* Revision §"Leader Progress Timeout": did "Fetch requests from a majority
+\* of the quorum" reach leader i within the window (the leader counts)?
+ProgressCheckPasses(i) ==
+    IF BugProgressAnyFetch THEN progressWindow[i] # {}
+    ELSE IsVoterMajority(progressWindow[i] \cup {i})
+
 \* Revision §"Leader Progress Timeout": the timer expires and a majority
 \* (the leader included) fetched in the window: the timer restarts.
 LeaderProgressCheckPassed(i) ==
     /\ role[i] = "Leader"
-    /\ IsVoterMajority(progressWindow[i] \cup {i})
+    /\ ProgressCheckPasses(i)
     /\ progressWindow' = [progressWindow EXCEPT ![i] = {}]
     /\ UNCHANGED vars
 
@@ -68,7 +84,7 @@ LeaderProgressCheckPassed(i) ==
 \* fetched in the window: "it would begin a new election" (KRaft.tla's
 \* LeaderProgressTimeout, with its bounds).
 LeaderProgressExpired(i) ==
-    /\ ~IsVoterMajority(progressWindow[i] \cup {i})
+    /\ ~ProgressCheckPasses(i)
     /\ LeaderProgressTimeout(i)
     /\ progressWindow' = [progressWindow EXCEPT ![i] = {}]
 
@@ -112,6 +128,20 @@ EagerWindowNeverAMajority ==
     \A i \in Server : role[i] = "Leader" => ~IsVoterMajority(fetchedSinceCheck[i] \cup {i})
 
 (***************************************************************************)
+(*                           ACTION PROPERTY                               *)
+(* Revision §"Leader Progress Timeout", the other half of the rule: a      *)
+(* leader's own progress timer never deposes it while Fetch requests from  *)
+(* a majority reached it in the window.  (A leader becomes a Candidate     *)
+(* without consuming a message only through LeaderProgressExpired.)        *)
+(***************************************************************************)
+ProgressTimerSparesHeardLeader ==
+    [][\A i \in Server :
+          (/\ role[i] = "Leader"
+           /\ IsVoterMajority(progressWindow[i] \cup {i})
+           /\ role'[i] = "Candidate"
+           /\ msgs' = msgs) => FALSE]_progressVars
+
+(***************************************************************************)
 (*                              LIVENESS                                   *)
 (* The progress timer of a leader eventually expires (weak fairness on its *)
 (* expiry, either outcome), on top of KRaft.tla's Fairness.  A zombie      *)
@@ -126,6 +156,19 @@ ProgressFairness ==
         WF_progressVars(LeaderProgressExpired(i) \/ LeaderProgressCheckPassed(i))
 
 ProgressLiveSpec == ProgressSpec /\ Fairness /\ ProgressFairness
+
+\* The zombie leader's own view: weak fairness on nothing but the progress
+\* timers of the voters that may time out.  No message is ever delivered
+\* fairly, so the network may cut the leader off from any set of voters
+\* (a partition) or deliver only some Fetch requests.  A property that holds
+\* under ZombieLiveSpec holds under ProgressLiveSpec too (more fairness,
+\* fewer behaviours).  Its fairness names only TimeoutVoters, so a symmetry
+\* that permutes the other voters maps it to itself (MCKRaftProgress.tla).
+ZombieFairness ==
+    \A i \in TimeoutVoters :
+        WF_progressVars(LeaderProgressExpired(i) \/ LeaderProgressCheckPassed(i))
+
+ZombieLiveSpec == ProgressSpec /\ ZombieFairness
 
 LeaderBelowMaxEpoch(i) == role[i] = "Leader" /\ currentEpoch[i] < MaxEpoch
 NotLeaderOrHeardFromMajority(i) ==

@@ -54,6 +54,37 @@ AtMostOneFetchInFlight ==
         /\ \A m \in fetches : CopiesIn(m, msgs) <= 1
 
 (***************************************************************************)
+(* VIEW for the exhaustive 3-voter configuration with two messages in      *)
+(* flight (kraft-ci-3voters-two-in-flight).  It leaves out the high        *)
+(* watermarks, KRaft.tla's eager progress window and restartCount:         *)
+(*  - no guard reads a high watermark; it only feeds the HWM fields of     *)
+(*    FetchResponses, other high watermarks and the ghost history, and     *)
+(*    ghostCommitted's update does not depend on it either (a leader's HWM *)
+(*    never exceeds Len(ghostCommitted), and RecordCommitted extends the   *)
+(*    history only beyond its length);                                     *)
+(*  - with 3 voters fetchedSinceCheck is always {} (one fetcher and the    *)
+(*    leader are a majority), and its guard is always TRUE anyway          *)
+(*    (EagerWindowNeverAMajority, KRaftProgress.tla);                      *)
+(*  - restartCount is 0 with MaxRestarts = 0.                              *)
+(* So states equal in the view have the same enabled actions and equal     *)
+(* successors up to those variables: an invariant or property that does    *)
+(* not mention them is checked exactly.  The ones that do (HWM within the  *)
+(* log, the committed prefix below a replica's HWM, HighWatermarkMonotonic)*)
+(* are checked by the configurations without a VIEW.                       *)
+(***************************************************************************)
+NetworkView ==
+    <<currentEpoch, votedId, leaderId, log, role, votesGranted, votesRejected,
+      followerEndOffset, msgs, ghostCommitted, ghostVotes>>
+
+\* NoCommittedRecordLost's first half, which does not read high watermarks:
+\* every committed record is still held, at its offset, by a majority of
+\* the voters.
+CommittedRecordsOnMajority ==
+    \A k \in 1..Len(ghostCommitted) :
+        IsVoterMajority({v \in Voters : /\ k <= Len(log[v])
+                                        /\ log[v][k] = ghostCommitted[k].entry})
+
+(***************************************************************************)
 (* Reachability witnesses: each is an invariant that a ci configuration    *)
 (* EXPECTS to be violated, so that a bound which silently made a behaviour *)
 (* unreachable fails the suite (a model-checking run proves reachability   *)

@@ -21,6 +21,17 @@ checked.
   NoCorrectReplicaShutDown  a replica with the quorum's clusterId is never stopped by a
                             clusterId error
   HighWatermarkMonotonic    a replica's HWM only decreases on Restart or LoseDisk (to 0)
+  KnownLeadersAgree         two replicas that know a leader of the same epoch know the same one
+  KnownLeaderIsLeader       a known leader of epoch e is still in e knowing itself as its leader,
+                            or has moved on to a later epoch (a leader that lost its disk is
+                            exempt for the epochs it had reached: the spec does not check this
+                            invariant with disk loss, KnownLeaderWasElected holds instead)
+  LeaderHoldsItsLeaderChange  a leader's log holds its own LeaderChange record as the first
+                            record of its epoch
+  EndOffsetsAreCommonPrefixes  the end offset a leader records for a voter of its epoch is a
+                            true common prefix of the two logs
+  ElectionSafety            KRaftHistory.tla: no two replicas ever led the same epoch (the
+                            monitor keeps the spec's ghost map epoch -> leaders)
 
 A replica stopped by a fatal error instead of truncating below its HWM (NodeState.fatal_error,
 KIP-595 "FetchResponse Handling" step 2 as Kafka enforces it) is reported as
@@ -32,6 +43,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from refimpl.kraft.quorum import holds_majority
+from refimpl.kraft.view_invariants import ViewMonitor
 from refimpl.kraft.spec_mapping import RESTART_ACTIONS
 from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.protocol import Monitor, Violation, World
@@ -41,7 +53,8 @@ __all__ = ["KRaftMonitor", "INVARIANTS"]
 INVARIANTS = (
     "AtMostOneLeaderPerEpoch", "LogMatching", "LeaderCompleteness", "NoCommittedRecordLost",
     "HighWatermarkWithinLog", "NoDoubleVote", "ClusterIdIsolation", "NoCorrectReplicaShutDown",
-    "HighWatermarkMonotonic",
+    "HighWatermarkMonotonic", "KnownLeadersAgree", "KnownLeaderIsLeader",
+    "LeaderHoldsItsLeaderChange", "EndOffsetsAreCommonPrefixes", "ElectionSafety",
 )
 
 
@@ -72,6 +85,7 @@ class KRaftMonitor(Monitor):
         self._ctup: tuple = ()
         self._cepochs: list[int] = []
         self._epochs_sorted = True
+        self._views = ViewMonitor(voters, nodes)
 
     def check(self, world: World, action: str, node: str | None) -> list[Violation]:
         out: list[Violation] = []
@@ -82,10 +96,12 @@ class KRaftMonitor(Monitor):
             if action == "Init":
                 for n in self.nodes:
                     out += self._check_node(world, n, world.states[n], action, hist)
+                    out += self._views.check(world, n, action)
             return out
         s = world.states[node]
         if self._seen.get(node) is not s or action in RESTART_ACTIONS:
             out += self._check_node(world, node, s, action, hist)
+        out += self._views.check(world, node, action)
         return out
 
     def _history(self, world: World, hist) -> list[Violation]:
