@@ -246,7 +246,10 @@ def test_the_monitor_reports_the_refused_truncation():
     s = follower_at(hwm=3)
     t = N.handle_message(s, "n1", diverging(1, 1))
     m = KRaftMonitor(VOTERS, VOTERS)
-    states = {"n1": leader(log=recs(1, 2, 2, 2)), "n2": s, "n3": st("n3")}
+    # n1 leads epoch 3 (the follower's epoch), its LeaderChange record after the shared prefix
+    lc3 = Record(3, control=LeaderChange("cluster-A", "n1", ("n1", "n2")))
+    states = {"n1": replace(leader(log=recs(1, 2, 2, 2) + (lc3,)), epoch=3, epoch_start_offset=4),
+              "n2": s, "n3": st("n3")}
     w = World(0, states, {n: True for n in VOTERS}, {n: {} for n in VOTERS}, {})
     assert m.check(w, "Init", None) == []
     states["n2"] = t.state

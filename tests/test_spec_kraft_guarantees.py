@@ -38,6 +38,10 @@ def _safety_configs():
             if e.expect == "ok" and e.profile in ("ci", "deep") and not _spec(e).endswith("LiveSpec")]
 
 
+def _view(entry) -> list[str]:
+    return parse_cfg(entry.cfg_path).sections.get("VIEW", [])
+
+
 @pytest.mark.parametrize("entry", _safety_configs(), ids=lambda e: e.name)
 def test_safety_configs_check_the_view_invariants_and_no_illegal_state(entry):
     missing = VIEW_INVARIANTS - _invariants(entry)
@@ -47,7 +51,49 @@ def test_safety_configs_check_the_view_invariants_and_no_illegal_state(entry):
         assert missing == {"KnownLeaderIsLeader"}
     else:
         assert not missing, f"{entry.name} does not check {sorted(missing)}"
-    assert "HighWatermarkMonotonic" in parse_cfg(entry.cfg_path).properties
+    if _view(entry) == ["NetworkView"]:
+        # the view has no high watermarks: the HWM checks are left to the configs without a
+        # VIEW, the committed records' majority is checked on its own
+        assert {"LeaderCompleteness", "CommittedRecordsOnMajority", "NoDoubleVote"} <= \
+            _invariants(entry)
+    else:
+        assert not _view(entry), entry.name
+        assert "HighWatermarkMonotonic" in parse_cfg(entry.cfg_path).properties
+
+
+def test_the_exhaustive_two_in_flight_ci_config_and_its_witness_have_the_same_bounds():
+    """kraft-ci-witness-end-quorum-epoch proves that Resign fires (EndQuorumEpoch requests in
+    flight) under exactly the bounds of the exhaustive 3-voter ci config with two messages in
+    flight, so that config does not pass because a bound made resignation unreachable."""
+    ci = find_entry("kraft-ci-3voters-two-in-flight", ENTRIES)
+    witness = find_entry("kraft-ci-witness-end-quorum-epoch", ENTRIES)
+    a, b = parse_cfg(ci.cfg_path), parse_cfg(witness.cfg_path)
+    assert ci.profile == witness.profile == "ci" and ci.mode == "bfs" and ci.distinct_states
+    assert a.constants == b.constants and a.substitutions == b.substitutions
+    for section in ("SPECIFICATION", "CONSTRAINT", "SYMMETRY", "VIEW"):
+        assert a.sections.get(section) == b.sections.get(section), section
+    assert a.constants["MaxInFlight"] == 2 and len(a.constants["Voters"]) == 3
+
+
+def test_the_5voter_zombie_config_and_its_witness_and_bug_have_the_same_bounds():
+    """With 5 voters the progress window decides: the witness shows a window holding a fetcher
+    but no majority under the ci config's bounds, and the bug config (a non-empty window counts
+    as progress) must violate ZombieLeaderStepsDown under them."""
+    ci = find_entry("kraft-ci-5voters-zombie-leader", ENTRIES)
+    witness = find_entry("kraft-ci-witness-5voters-partial-window", ENTRIES)
+    bug = find_entry("kraft-bug-5voters-progress-any-fetch", ENTRIES)
+    a, w, b = (parse_cfg(e.cfg_path) for e in (ci, witness, bug))
+    assert len(a.constants["Voters"]) == 5 and a.constants["TimeoutVoters"] == frozenset({"n1"})
+    assert a.constants == w.constants
+    assert {k: v for k, v in a.constants.items() if k != "BugProgressAnyFetch"} == \
+        {k: v for k, v in b.constants.items() if k != "BugProgressAnyFetch"}
+    assert b.constants["BugProgressAnyFetch"] is True and a.constants["BugProgressAnyFetch"] is False
+    for section in ("SYMMETRY", "VIEW"):
+        assert a.sections.get(section) == w.sections.get(section) == b.sections.get(section)
+    assert _spec(ci) == _spec(bug) == "ZombieLiveSpec"
+    assert {"ZombieLeaderStepsDown", "ProgressTimerSparesHeardLeader"} <= set(a.properties)
+    assert ci.profile == "ci" and ci.expect == "ok" and ci.distinct_states
+    assert bug.profile == "bugs" and bug.expect == "ZombieLeaderStepsDown"
 
 
 @pytest.mark.parametrize("entry", [e for e in _safety_configs() if _spec(e) == "HistorySpec"],
@@ -76,6 +122,7 @@ def test_second_leader_finding_is_proved_by_no_illegal_state():
     ("kraft-ci-witness-end-quorum-epoch", "NoEndQuorumEpochSent"),
     ("kraft-ci-witness-progress-window", "NoPartialProgressWindow"),
     ("kraft-ci-witness-progress-check-passes", "ProgressCheckNeverPasses"),
+    ("kraft-ci-witness-5voters-partial-window", "NoPartialProgressWindow"),
 ])
 def test_finding_and_witness_configs_expect_their_violation(name, expect):
     e = find_entry(name, ENTRIES)
