@@ -54,6 +54,18 @@ AtMostOneFetchInFlight ==
         /\ \A m \in fetches : CopiesIn(m, msgs) <= 1
 
 (***************************************************************************)
+(* State constraint for the exhaustive 3-voter ci configuration with two   *)
+(* messages in flight: at most one Candidate at a time (the randomised     *)
+(* election back-off of KIP-595 §"Vote" makes simultaneous candidacies     *)
+(* rare; split votes are checked with one message in flight by             *)
+(* kraft-ci-3voters, kraft-ci-restart and kraft-ci-history).  Vote requests*)
+(* of an earlier candidacy may still be in flight, duplicated or           *)
+(* reordered.  A bound: it only removes behaviours.                        *)
+(***************************************************************************)
+AtMostOneCandidate ==
+    Cardinality({i \in Server : role[i] = "Candidate"}) <= 1
+
+(***************************************************************************)
 (* VIEW for the exhaustive 3-voter configuration with two messages in      *)
 (* flight (kraft-ci-3voters-two-in-flight).  It leaves out the high        *)
 (* watermarks, KRaft.tla's eager progress window and restartCount:         *)
