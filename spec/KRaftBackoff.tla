@@ -300,6 +300,22 @@ BackoffFairness ==
 
 BackoffLiveSpec == BackoffSpec /\ BackoffFairness
 
+\* Planted bug for the negative configurations of the replication
+\* properties: no fairness on sending Fetch requests (a follower may stop
+\* fetching for ever), so ClientValueCommittedOrTruncated and
+\* FollowersConverge must fail: they depend on Fetch, not on the bounds.
+BackoffFairnessNoFetch ==
+    /\ WF_backoffVars(StopFaults)
+    /\ \A i \in Voters : WF_backoffVars(QuietTimer(i))
+    /\ \A i \in Voters :
+          WF_backoffVars(\E v \in Values : ClientRequest(i, v) /\ UNCHANGED ghost)
+    /\ \A i, j \in Server :
+          /\ WF_backoffVars((BSendVoteRequest(i, j) \/ BSendBeginQuorumEpoch(i, j))
+                            /\ UNCHANGED ghost)
+          /\ WF_backoffVars(DeliverOn(i, j) /\ UNCHANGED ghost)
+
+NoFetchFairnessLiveSpec == BackoffSpec /\ BackoffFairnessNoFetch
+
 (***************************************************************************)
 (*                              INVARIANTS                                 *)
 (***************************************************************************)
