@@ -310,8 +310,12 @@ class KRaftAdapter(ProtocolAdapter):
     def liveness_properties(self, world: World) -> dict[str, str | None]:
         """spec/KRaftBackoff.tla's ClientValueCommittedOrTruncated, ObserverFindsLeaderAndCatchesUp
         and FollowersConverge (refimpl/kraft/liveness.py)."""
+        lid = self._stable_leader(world)
+        t = self._catch_up_target
+        target = t[2] if t is not None and lid is not None and t[:2] == (
+            lid, world.states[lid].epoch) else None
         return judge_liveness(world.states, world.up, self.bounds.voters, self.bounds.observers,
-                              self._stable_leader(world), self._pending)
+                              lid, self._pending, target)
 
     def recovered(self, world: World) -> bool:
         """A leader a majority follows has committed a record of its epoch (its LeaderChange

@@ -37,22 +37,24 @@ def client_records(states: Iterable[NodeState]) -> frozenset[Held]:
                      if r.control is None)
 
 
-def _holds_committed_prefix(s: NodeState, leader: NodeState) -> bool:
-    h = leader.high_watermark
+def _holds_committed_prefix(s: NodeState, leader: NodeState, h: int) -> bool:
     return (s.epoch == leader.epoch and s.leader_id == leader.node_id
             and len(s.log) >= h and s.log[:h] == leader.log[:h])
 
 
 def judge(states: Mapping[str, NodeState], up: Mapping[str, bool], voters: Iterable[str],
           observers: Iterable[str], leader: str | None,
-          pending: frozenset[Held]) -> dict[str, str | None]:
+          pending: frozenset[Held], target_hwm: int | None = None) -> dict[str, str | None]:
     """For each property, None if it holds now, else why not.  `pending`: the client records
-    held when the faults stopped."""
+    held when the faults stopped.  `target_hwm`: the leader's high watermark the replicas must
+    reach (the workload keeps appending, so the target is fixed when the leader is first
+    followed, as Kafka's allReachedHighWatermark; default: the leader's current one)."""
     out: dict[str, str | None] = {}
     if leader is None:
         why = "no leader is followed by a majority"
         return {CLIENT_VALUE: why if pending else None, OBSERVER: why, CONVERGE: why}
     ls = states[leader]
+    h = ls.high_watermark if target_hwm is None else min(target_hwm, ls.high_watermark)
     now = client_records(states.values())
     unsettled = sorted(
         (off, ep, v) for off, ep, v in pending
@@ -63,8 +65,8 @@ def judge(states: Mapping[str, NodeState], up: Mapping[str, bool], voters: Itera
                          + ", ".join(f"{v}@{off} (epoch {ep})" for off, ep, v in unsettled))
     for name, group in ((OBSERVER, observers), (CONVERGE, voters)):
         lagging = [n for n in group if n != leader and up.get(n)
-                   and not _holds_committed_prefix(states[n], ls)]
+                   and not _holds_committed_prefix(states[n], ls, h)]
         out[name] = (None if not lagging else
                      f"{', '.join(lagging)} do(es) not follow {leader} with its log up to its "
-                     f"high watermark {ls.high_watermark}")
+                     f"high watermark {h}")
     return out
