@@ -5,4 +5,9 @@
 (***************************************************************************)
 EXTENDS KRaftBackoff, MCKRaft
 
+\* Reachability witness (an invariant a run is expected to violate): the
+\* quiet phase is reached with a leader that a majority follows.
+NoLeaderWhenQuiet ==
+    ~(faultsStopped /\ \E l \in Voters : LeaderFollowedByMajority(l))
+
 =============================================================================
