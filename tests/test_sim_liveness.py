@@ -382,3 +382,26 @@ def test_demo_liveness_stage():
     assert s["stage"] == "liveness" and s["ok"]
     assert [r["profile"] for r in s["runs"]] == list(DEFAULT_PROFILES)
     assert all(r["never_recovered"] == 0 and r["seeds"] == 1 for r in s["runs"])
+
+
+# ---------------------------------------------------------------- spec/KRaftBackoff.tla's properties
+
+def test_backoff_properties_hold_at_recovery():
+    r = live("crashes", 1, adapter=with_observer())
+    assert r.liveness["verdict"] == "recovered"
+    assert r.liveness["properties"] == {"ClientValueCommittedOrTruncated": "ok",
+                                        "FollowersConverge": "ok",
+                                        "ObserverFindsLeaderAndCatchesUp": "ok"}
+
+
+def test_an_observer_that_cannot_rediscover_fails_its_property_by_name():
+    # the old leader stays down: without rediscovery the observer never finds the new one
+    t0, old = first_leader(0)
+    sc = Scenario().crash(old, at_ms=t0 + 500)
+    r = live("none", 0, adapter=with_observer(observer_rediscovery=False), scenario=sc,
+             until=t0 + 1000, liveness_bound_ms=8000)
+    props = r.liveness["properties"]
+    assert r.liveness["verdict"] == "not_recovered"
+    assert props["FollowersConverge"] == "ok"
+    assert props["ObserverFindsLeaderAndCatchesUp"].startswith("o1 do(es) not follow")
+    assert "failing: ObserverFindsLeaderAndCatchesUp" in r.violations[0]["detail"]

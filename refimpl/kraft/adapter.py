@@ -14,6 +14,7 @@ from typing import Any, Mapping
 
 from kraftcheck.values import canonical, to_itf
 from refimpl.kraft import spec_mapping as sm
+from refimpl.kraft.liveness import client_records, judge as judge_liveness
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.invariants import KRaftMonitor
 from refimpl.kraft.node import CHECK_QUORUM, ELECTION, KRaftNode
@@ -137,6 +138,7 @@ class KRaftAdapter(ProtocolAdapter):
         self.world: World | None = None
         self._wiped_epoch: dict[str, int] = {}   # wiped, not yet restarted -> epoch it knew
         self._catch_up_target: tuple | None = None  # (leader, epoch, HWM) replicas must reach
+        self._pending: frozenset = frozenset()  # client records held when the faults stopped
 
     @classmethod
     def from_options(cls, bounds: Bounds | None, bug: str | None) -> "KRaftAdapter":
@@ -301,6 +303,19 @@ class KRaftAdapter(ProtocolAdapter):
 
     def has_leader(self, world: World) -> bool:
         return self._stable_leader(world) is not None
+
+    def liveness_snapshot(self, world: World) -> None:
+        self._pending = client_records(world.states[n] for n in self._nodes)
+
+    def liveness_properties(self, world: World) -> dict[str, str | None]:
+        """spec/KRaftBackoff.tla's ClientValueCommittedOrTruncated, ObserverFindsLeaderAndCatchesUp
+        and FollowersConverge (refimpl/kraft/liveness.py)."""
+        lid = self._stable_leader(world)
+        t = self._catch_up_target
+        target = t[2] if t is not None and lid is not None and t[:2] == (
+            lid, world.states[lid].epoch) else None
+        return judge_liveness(world.states, world.up, self.bounds.voters, self.bounds.observers,
+                              lid, self._pending, target)
 
     def recovered(self, world: World) -> bool:
         """A leader a majority follows has committed a record of its epoch (its LeaderChange

@@ -304,6 +304,14 @@ class ProtocolAdapter(ABC):
         with it (None: the adapter does not say)?"""
         return None
 
+    def liveness_snapshot(self, world: World) -> None:
+        """The faults stop now: note what the liveness properties will be judged against."""
+
+    def liveness_properties(self, world: World) -> dict[str, str | None] | None:
+        """The spec's named liveness properties, judged now: name -> None (holds) or why not
+        (None: the adapter names none)."""
+        return None
+
     # ---- observation --------------------------------------------------------------
     @abstractmethod
     def project(self, world: World) -> dict[str, Any]:

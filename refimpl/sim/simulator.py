@@ -150,6 +150,8 @@ class Simulator:
         self._leaderless_intervals = 0
         self._first_leader_ms: int | None = None
         self.recovered_at: int | None = None
+        # the adapter's named liveness properties, judged at recovery or at the deadline
+        self._properties: dict[str, str | None] | None = None
 
     # ------------------------------------------------------------------ scheduling
 
@@ -370,6 +372,7 @@ class Simulator:
         if (self.faults_until_ms is not None and self.recovered_at is None
                 and now >= self.faults_until_ms and self.a.recovered(self.world)):
             self.recovered_at = now
+            self._properties = self.a.liveness_properties(self.world)
 
     def _liveness_summary(self) -> dict | None:
         if not self._track:
@@ -392,13 +395,17 @@ class Simulator:
                 "faults_until_ms": T,
                 "recovered_ms": None if self.recovered_at is None else self.recovered_at - T,
                 "liveness_bound_ms": None if T is None else self.liveness_bound_ms,
-                "verdict": verdict}
+                "verdict": verdict,
+                # spec/KRaftBackoff.tla's properties: "ok" or why not (None: not judged yet)
+                "properties": None if self._properties is None else
+                {k: ("ok" if v is None else v) for k, v in sorted(self._properties.items())}}
 
     def _on_faults_stop(self, _x, _y) -> bool:
         """The faults stop: partitions heal, the network stops losing, duplicating and holding
         back messages, no new crash or partition starts; nodes already down come back."""
         self._faults_on = False
         self.net.quiet = True
+        self.a.liveness_snapshot(self.world)
         if self.net.blocked:
             return self._on_heal(None, None)
         return False
@@ -407,16 +414,19 @@ class Simulator:
         if self.recovered_at is not None:
             return False
         state = self.a.recovered(self.world)
+        self._properties = self.a.liveness_properties(self.world)
         if state:
             self.recovered_at = self.now
             return False
         T = self.faults_until_ms
+        failing = sorted(k for k, v in (self._properties or {}).items() if v is not None)
         self.violations.append({
             "invariant": LIVENESS, "step": self.trace_steps if self.tracing else self.step_no,
             "action": "LivenessDeadline",
             "detail": f"faults stopped at {T} ms, but {self.liveness_bound_ms} ms later "
                       f"{'no leader is elected' if not self.a.has_leader(self.world) else 'a replica has not caught up with the leader'}"
-                      f" ({self._describe_nodes()})"})
+                      f" ({self._describe_nodes()})"
+                      + (f"; failing: {', '.join(failing)}" if failing else "")})
         return self.stop_on_violation
 
     def _describe_nodes(self) -> str:

@@ -1,0 +1,108 @@
+"""Liveness with the randomised election back-off (spec/KRaftBackoff.tla, issue 13).
+
+test_spec_models.py runs every ci config (pinned counts) and every bugs config (the named
+property must be violated).  Here: every liveness property of KRaftBackoff has a passing config
+and a negative config that names it; the gridlock counterexample of the no-back-off config is
+what the KIP's "Note on Gridlocked Elections" describes; and TLC's simulation mode does check
+temporal properties (a planted bug that holds in every behaviour is reported by name).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kraftcheck.paths import REPO_ROOT
+from kraftcheck.tlc.cfg import parse_cfg
+from kraftcheck.tlc.manifest import load_manifest
+from kraftcheck.tlc.runner import run_config
+
+SPEC = REPO_ROOT / "spec" / "KRaftBackoff.tla"
+MODULE = "spec/MCKRaftBackoff.tla"
+PROPERTIES = ("QuorumEventuallyLedByMajority", "LeaderElectedAfterCrash",
+              "LeaderElectedAfterResignation", "LeaderElectedAfterProgressTimeout",
+              "ClientValueCommittedOrTruncated", "ObserverFindsLeaderAndCatchesUp",
+              "FollowersConverge")
+
+
+def _entries():
+    return [e for e in load_manifest() if e.module == MODULE]
+
+
+def _entry(name):
+    (e,) = [e for e in _entries() if e.name == name]
+    return e
+
+
+def test_the_properties_are_defined_in_the_spec():
+    text = SPEC.read_text(encoding="utf-8")
+    for p in PROPERTIES:
+        assert re.search(rf"^{p}\s*==", text, re.M), p
+
+
+@pytest.mark.parametrize("prop", PROPERTIES)
+def test_each_property_is_checked_and_has_a_negative_config(prop):
+    entries = _entries()
+    checked = [e.name for e in entries if e.expect == "ok" and e.profile in ("ci", "deep")
+               and prop in parse_cfg(e.cfg_path).sections.get("PROPERTY", [])]
+    assert checked, f"{prop}: no passing config lists it"
+    assert any(e.profile == "ci" for e in entries if e.name in checked), \
+        f"{prop}: only deep configs check it"
+    negative = [e for e in entries if e.profile == "bugs" and e.expect == prop and e.mode == "bfs"]
+    assert negative, f"{prop}: no negative config proves it can fail"
+    for e in negative:
+        # the negative config lists only the property it must violate (TLC then names it)
+        assert parse_cfg(e.cfg_path).sections.get("PROPERTY") == [prop]
+
+
+def test_ci_liveness_configs_are_exhaustive_and_pinned():
+    ci = [e for e in _entries() if e.profile == "ci"]
+    assert {e.name for e in ci} == {
+        "kraft-ci-liveness-backoff-crash", "kraft-ci-liveness-backoff-resign",
+        "kraft-ci-liveness-backoff-progress", "kraft-ci-liveness-backoff-observer"}
+    for e in ci:
+        assert e.mode == "bfs" and e.workers == 1
+        assert e.distinct_states is not None and e.distinct_states < 50_000
+        cfg = parse_cfg(e.cfg_path)
+        assert "SYMMETRY" not in cfg.sections      # liveness: never with symmetry
+        assert "QuietBoundNeverReached" in cfg.sections["INVARIANT"]
+        assert cfg.constants["BugNoBackoff"] is False
+
+
+def _loop(r):
+    """The states of the counterexample's cycle (the last state when it stutters)."""
+    steps = r.counterexample
+    start = r.loop_back_to - 1 if r.loop_back_to else len(steps) - 1
+    return [s.state for s in steps[start:]]
+
+
+def _roles(state):
+    return {str(k): str(v) for k, v in state["role"].items()}
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_without_back_off_the_candidates_gridlock(tlc_toolchain):
+    """KIP-595 §"Vote Response Handling", Note on Gridlocked Elections: "if each voter becomes
+    a candidate at the same time and votes for itself".  After the faults stop, without the
+    back-off both voters end as self-voted non-leaders of the last epoch, for ever."""
+    r = run_config(_entry("kraft-bug-liveness-no-backoff"))
+    assert r.as_expected and r.violated == "QuorumEventuallyLedByMajority", r.mismatches
+    for s in _loop(r):
+        assert s["faultsStopped"] is True
+        assert "Leader" not in _roles(s).values()
+        assert {str(k): str(v) for k, v in s["votedId"].items()} == {"n1": "n1", "n2": "n2"}
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_tlc_simulation_mode_checks_temporal_properties(tlc_toolchain):
+    """The planted bug (the observer never polls) breaks ObserverFindsLeaderAndCatchesUp in every
+    behaviour: TLC -simulate must report it by name, so a simulation config that passes has
+    really checked its properties."""
+    e = _entry("kraft-bug-sim-liveness-observer-no-discovery")
+    assert e.mode == "simulate"
+    r = run_config(e)
+    assert r.as_expected and r.violated == "ObserverFindsLeaderAndCatchesUp", r.mismatches
+    assert r.counterexample
