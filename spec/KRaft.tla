@@ -634,16 +634,17 @@ HandleVoteRequest(m) ==
          [] /\ VoteFromNonVoter(m)
             /\ j \in VotersOf(j)
             /\ j \in TimeoutVoters
-            /\ m.epoch < MaxEpoch ->
+            /\ \/ m.epoch > currentEpoch[j]
+               \/ votedId[j] = Nil /\ leaderId[j] = Nil ->
               \* KIP-642 §"Reassignment Algorithm" ("Voters must reject votes
-              \* from non-voters ... when a voter receives a VoteRequest from a
-              \* non-voter, it must then become a candidate"): reject, then
-              \* start an election in the next epoch.  Never taken while every
+              \* from non-voters, but that does not mean that the non-voter
+              \* cannot ultimately win the election.  Hence when a voter
+              \* receives a VoteRequest from a non-voter, it must then become a
+              \* candidate"): reject, and stand in the election of the request's
+              \* epoch (j has not voted in it).  Never taken while every
               \* candidate is a bootstrap voter (NoIllegalState).
-              /\ Reply(VoteResponse(j, c, m.epoch,
-                                    IF m.epoch > currentEpoch[j] THEN Nil ELSE leaderId[j],
-                                    FALSE, "NONE"), m)
-              /\ BeginElection(j, m.epoch + 1)
+              /\ Reply(VoteResponse(j, c, m.epoch, Nil, FALSE, "NONE"), m)
+              /\ BeginElection(j, m.epoch)
               /\ UNCHANGED highWatermark
          [] OTHER ->
               LET bump   == m.epoch > currentEpoch[j]
