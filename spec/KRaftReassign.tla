@@ -621,6 +621,16 @@ RemovedReplicaNeverCounted ==
               /\ highWatermark'[l] > highWatermark[l]) => HwmHeldByVoters(l)
           /\ (role[l] # "Leader" /\ role'[l] = "Leader") => ElectedByVoters(l)]_allVars
 
+(***************************************************************************)
+(* §"Reassignment Algorithm": "Each voter must act on the information they *)
+(* have in their own log when deciding whether to grant votes ... Voters   *)
+(* must reject votes from non-voters" (action property): a vote is only    *)
+(* ever granted to a replica in the voter's own voter set.                 *)
+(***************************************************************************)
+VotesOnlyForVoters ==
+    [][\A j \in Server :
+          ghostVotes'[j] \ ghostVotes[j] \subseteq voterSet'[j] \cup {j}]_allVars
+
 HighWatermarkMonotonic == K!HighWatermarkMonotonic
 
 (***************************************************************************)
