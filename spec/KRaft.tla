@@ -12,7 +12,14 @@
 (* "extra condition on commitment", the leader progress timeout, clusterId *)
 (* validation, observers, crash/restart with the quorum-state file, and a  *)
 (* network that loses, duplicates and reorders messages.  Out of scope:    *)
-(* DescribeQuorum (read-only), snapshots (KIP-630), reassignment (KIP-642).*)
+(* DescribeQuorum (read-only), snapshots (KIP-630).                       *)
+(*                                                                         *)
+(* Voter sets (KIP-642).  Every rule uses VotersOf(i), the voter set       *)
+(* replica i acts on: the CurrentVoters of the last VoterAssignment record *)
+(* in its own log, else the bootstrap voters Voters (KRaftLog!VoterSetOf). *)
+(* This module never appends a VoterAssignment record, so VotersOf(i) =    *)
+(* Voters in all its behaviours; KRaftReassign.tla adds the reassignment   *)
+(* actions that do (reading guide: docs/spec-reassignment.md).            *)
 (*                                                                         *)
 (* Reading guide: docs/spec-kraft.md.  This module contains no model-      *)
 (* checking artefacts: bounds are CONSTANTS that the actions respect as    *)
@@ -25,13 +32,15 @@ EXTENDS Integers, Sequences, FiniteSets, Bags, TLC, KRaftLog
 (*                              CONSTANTS                                  *)
 (***************************************************************************)
 CONSTANTS
-    Voters,         \* quorum.voters: replicas that vote and may lead
+    Voters,         \* quorum.voters: the bootstrap voters (KIP-642: the voter
+                    \* set until a VoterAssignment record says otherwise)
     Observers,      \* replicas that only fetch (never vote, never lead)
     Values,         \* client record values (model values)
     Nil,            \* "-1": no leader / no vote
     LeaderChange,   \* value of the LeaderChange control record (Type=3)
     ClusterOf,      \* [Server -> cluster id]: clusterId cached in meta.properties
-    TimeoutVoters   \* voters whose election / fetch timer may fire (see below)
+    TimeoutVoters   \* replicas whose election / fetch timer may fire while they
+                    \* are voters (see below)
 
 (***************************************************************************)
 (* Bounds.  Each is a guard on the actions that would exceed it, so every  *)
@@ -88,8 +97,8 @@ Server == Voters \cup Observers
 (***************************************************************************)
 ASSUME
     /\ Voters \cap Observers = {}
-    /\ Cardinality(Voters) >= 2
-    /\ TimeoutVoters \subseteq Voters
+    /\ Voters # {}
+    /\ TimeoutVoters \subseteq Server
     /\ Nil \notin Server /\ LeaderChange \notin Values
     /\ ClusterOf \in [Server -> STRING]
     /\ MaxEpoch \in Nat /\ MaxLogLength \in Nat
@@ -162,12 +171,35 @@ vars           == <<nodeVars, msgs, restartCount, ghostVars>>
 (*                        HELPERS: quorums, roles                          *)
 (***************************************************************************)
 
-\* A strict majority of the voters (KIP-595 §"Key Concepts": "majority of
-\* the voters").
-IsVoterMajority(S) == Cardinality(S \cap Voters) * 2 > Cardinality(Voters)
+\* A strict majority of the voter set V (KIP-595 §"Key Concepts": "majority
+\* of the voters").
+IsMajorityOf(S, V) == Cardinality(S \cap V) * 2 > Cardinality(V)
 
-\* The replicas whose votes a candidate asks for and counts.  Observers are
+\* ... of the bootstrap voters (used by the invariants of this module).
+IsVoterMajority(S) == IsMajorityOf(S, Voters)
+
+(***************************************************************************)
+(* The voter set replica i acts on (KIP-642 §"Reassignment Algorithm" step *)
+(* 4 and its "main subtlety"; KRaftLog!VoterSetOf).  VotersOf,             *)
+(* MajorityVotersOf and VoteFromNonVoter (below) are the rules that        *)
+(* KRaftReassign's bug configurations vary; every other operator reaches   *)
+(* the voter set through them.                                             *)
+(***************************************************************************)
+VotersOf(i) == VoterSetOf(log[i], Voters)
+
+\* The set whose majority replica i counts, for elections, the high
+\* watermark and the leader progress timeout: its current voters.
+MajorityVotersOf(i) == VotersOf(i)
+
+IsQuorumOf(i, S) == IsMajorityOf(S, MajorityVotersOf(i))
+
+\* The replicas whose votes candidate i asks for and counts.  Observers are
 \* "not eligible to cast votes" (KIP-595 §"Key Concepts", "Observer").
+ElectorateOf(i) == IF BugObserverVotes THEN Server ELSE VotersOf(i)
+IsElectionQuorumOf(i, S) ==
+    Cardinality(S \cap ElectorateOf(i)) * 2 > Cardinality(MajorityVotersOf(i))
+
+\* The same for the bootstrap voters (kept for modules that compose this one).
 Electorate == IF BugObserverVotes THEN Server ELSE Voters
 IsElectionQuorum(S) ==
     Cardinality(S \cap Electorate) * 2 > Cardinality(Voters)
@@ -297,6 +329,31 @@ StartElection(i, e) ==
     /\ ghostVotes' = [ghostVotes EXCEPT ![i] = {i}]
 
 (***************************************************************************)
+(* An election that replica i starts in epoch e.  If i's own vote is      *)
+(* already a majority of its voter set (a single-voter quorum, KIP-642     *)
+(* §"Bootstrapping Example": "Start with a single node configured with    *)
+(* quorum.voters=0"), no VoteResponse will come and it becomes leader at   *)
+(* once, appending its LeaderChange record (KIP-595 §"Vote Response        *)
+(* Handling" step 3).  With two or more voters this is StartElection.      *)
+(* The log changes only in the first case.                                 *)
+(***************************************************************************)
+BeginElection(i, e) ==
+    IF IsElectionQuorumOf(i, {i})
+    THEN /\ currentEpoch' = [currentEpoch EXCEPT ![i] = e]
+         /\ votedId'      = [votedId      EXCEPT ![i] = i]
+         /\ leaderId'     = [leaderId     EXCEPT ![i] = i]
+         /\ role'         = [role         EXCEPT ![i] = "Leader"]
+         /\ log'          = [log EXCEPT ![i] =
+                               Append(@, [epoch |-> e, value |-> LeaderChange])]
+         /\ votesGranted'  = [votesGranted  EXCEPT ![i] = {}]
+         /\ votesRejected' = [votesRejected EXCEPT ![i] = {}]
+         /\ followerEndOffset' = [followerEndOffset EXCEPT ![i] = NoEndOffsets]
+         /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
+         /\ ghostVotes' = [ghostVotes EXCEPT ![i] = {i}]
+    ELSE /\ StartElection(i, e)
+         /\ UNCHANGED log
+
+(***************************************************************************)
 (* KIP-595 §"Vote Response Handling" steps 2-3: with a majority the        *)
 (* candidate updates the quorum-state file (LeaderId = itself) and appends *)
 (* the LeaderChange control record, whose offset is the epoch's start      *)
@@ -325,8 +382,10 @@ Shutdown(i) == role' = [role EXCEPT ![i] = "Shutdown"]
 (* (the LeaderChange record of the epoch is committed).                    *)
 (***************************************************************************)
 NewHighWatermark(j, offsets) ==
-    LET match == [v \in Voters |-> IF v = j THEN Len(log[j]) ELSE offsets[v]]
-        h     == MajorityOffset(match, Voters, Len(log[j]), IsVoterMajority)
+    LET V     == MajorityVotersOf(j)
+        match == [v \in V |-> IF v = j THEN Len(log[j])
+                              ELSE IF v \in DOMAIN offsets THEN offsets[v] ELSE -1]
+        h     == MajorityOffset(match, V, Len(log[j]), LAMBDA S : IsMajorityOf(S, V))
     IN  IF /\ h > highWatermark[j]
            /\ BugNoCurrentEpochRule \/ log[j][h].epoch = currentEpoch[j]
         THEN h
@@ -370,10 +429,11 @@ Init ==
 \* leader also starts a new election when its timer expires.
 Timeout(i) ==
     /\ i \in TimeoutVoters
+    /\ i \in VotersOf(i)
     /\ role[i] \in {"Unattached", "Voted", "Follower", "Candidate", "Resigned"}
     /\ currentEpoch[i] < MaxEpoch
-    /\ StartElection(i, currentEpoch[i] + 1)
-    /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
+    /\ BeginElection(i, currentEpoch[i] + 1)
+    /\ UNCHANGED <<highWatermark, msgs, restartCount, ghostCommitted>>
 
 (***************************************************************************)
 (* KIP-595 §"Leader Progress Timeout" (revision): "if the leader did not   *)
@@ -389,19 +449,19 @@ Timeout(i) ==
 LeaderProgressTimeout(i) ==
     /\ i \in TimeoutVoters
     /\ role[i] = "Leader"
-    /\ ~IsVoterMajority(fetchedSinceCheck[i] \cup {i})
+    /\ ~IsQuorumOf(i, fetchedSinceCheck[i] \cup {i})
     /\ currentEpoch[i] < MaxEpoch
     /\ StartElection(i, currentEpoch[i] + 1)
     /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
 
 \* The leader's progress window after a Fetch from voter f.
 RecordFetch(S, i, f) ==
-    IF IsVoterMajority(S \cup {i, f}) THEN {} ELSE S \cup {f}
+    IF IsQuorumOf(i, S \cup {i, f}) THEN {} ELSE S \cup {f}
 
 \* The orders of the other voters "sorted by each voter's current replicated
 \* offset in descending order" (ties in any order).
 SuccessorOrders(i) ==
-    LET others == Voters \ {i}
+    LET others == VotersOf(i) \ {i}
         n      == Cardinality(others)
     IN  {s \in [1..n -> others] :
             /\ \A a, b \in 1..n : a # b => s[a] # s[b]
@@ -415,10 +475,10 @@ SuccessorOrders(i) ==
 Resign(i) ==
     /\ role[i] = "Leader"
     /\ currentEpoch[i] < MaxEpoch
-    /\ NumInFlight + Cardinality(Voters) - 1 <= MaxInFlight
+    /\ NumInFlight + Cardinality(VotersOf(i) \ {i}) <= MaxInFlight
     /\ \E succ \in SuccessorOrders(i) :
           msgs' = msgs (+) SetToBag({EndQuorumEpochRequest(i, j, succ) :
-                                          j \in Voters \ {i}})
+                                          j \in VotersOf(i) \ {i}})
     /\ role' = [role EXCEPT ![i] = "Resigned"]
     /\ ClearCandidateAndLeaderState(i)
     /\ UNCHANGED <<persistentVars, highWatermark, restartCount, ghostVars>>
@@ -468,7 +528,7 @@ Restart(i) ==
 \* voters"; re-sent (after loss) until the voter has answered.
 SendVoteRequest(i, j) ==
     /\ role[i] = "Candidate"
-    /\ j \in Electorate \ {i}
+    /\ j \in ElectorateOf(i) \ {i}
     /\ j \notin votesGranted[i] \cup votesRejected[i]
     /\ Send(VoteRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
@@ -478,7 +538,7 @@ SendVoteRequest(i, j) ==
 \* endorsement."  Only voters receive it.
 SendBeginQuorumEpoch(i, j) ==
     /\ role[i] = "Leader"
-    /\ j \in Voters \ {i}
+    /\ j \in VotersOf(i) \ {i}
     /\ followerEndOffset[i][j] = -1
     /\ Send(BeginQuorumEpochRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
@@ -510,7 +570,7 @@ SendFetchRequest(i, j) ==
     /\ \/ role[i] = "Follower" /\ j = leaderId[i]
        \/ /\ role[i] \in {"Unattached", "Voted"}
           /\ leaderId[i] = Nil
-          /\ j \in Voters \ {i}
+          /\ j \in VotersOf(i) \ {i}
     /\ Send(FetchRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
 
@@ -546,7 +606,7 @@ SecondLeaderOfKnownEpoch(m) ==
 NotAPreferredSuccessor(m) ==
     \A k \in 1..Len(m.preferredSuccessors) : m.preferredSuccessors[k] # m.dest
 
-VoteFromNonVoter(m) == m.src \notin Voters
+VoteFromNonVoter(m) == m.src \notin VotersOf(m.dest)
 
 (***************************************************************************)
 (* KIP-595 §"Vote Request Handling" steps 1-4 and §"Cluster Bootstrapping" *)
@@ -571,6 +631,21 @@ HandleVoteRequest(m) ==
               /\ Reply(VoteResponse(j, c, currentEpoch[j], leaderId[j], FALSE,
                                     "FENCED_LEADER_EPOCH"), m)
               /\ UNCHANGED <<nodeVars, ghostVotes>>
+         [] /\ VoteFromNonVoter(m)
+            /\ j \in VotersOf(j)
+            /\ j \in TimeoutVoters
+            /\ \/ m.epoch > currentEpoch[j]
+               \/ votedId[j] = Nil /\ leaderId[j] = Nil ->
+              \* KIP-642 §"Reassignment Algorithm" ("Voters must reject votes
+              \* from non-voters, but that does not mean that the non-voter
+              \* cannot ultimately win the election.  Hence when a voter
+              \* receives a VoteRequest from a non-voter, it must then become a
+              \* candidate"): reject, and stand in the election of the request's
+              \* epoch (j has not voted in it).  Never taken while every
+              \* candidate is a bootstrap voter (NoIllegalState).
+              /\ Reply(VoteResponse(j, c, m.epoch, Nil, FALSE, "NONE"), m)
+              /\ BeginElection(j, m.epoch)
+              /\ UNCHANGED highWatermark
          [] OTHER ->
               LET bump   == m.epoch > currentEpoch[j]
                   voted  == IF bump THEN Nil ELSE votedId[j]
@@ -579,7 +654,7 @@ HandleVoteRequest(m) ==
                             \/ /\ voted = Nil
                                /\ leader = Nil
                                /\ ~VoteFromNonVoter(m)
-                               /\ j \in Electorate
+                               /\ j \in ElectorateOf(j)
                                /\ \/ BugNoLogUpToDateCheck
                                   \/ IsUpToDate(m.lastOffsetEpoch, m.lastOffset, log[j])
                   newVote == IF grant THEN c ELSE voted
@@ -616,7 +691,7 @@ HandleVoteResponse(m) ==
               /\ UNCHANGED <<log, highWatermark>>
          [] role[i] = "Candidate" /\ m.epoch = currentEpoch[i] /\ m.voteGranted ->
               LET granted == votesGranted[i] \cup {m.src}
-              IN  IF IsElectionQuorum(granted)
+              IN  IF IsElectionQuorumOf(i, granted)
                   THEN /\ BecomeLeader(i)
                        /\ UNCHANGED <<currentEpoch, votedId, highWatermark, ghostVotes>>
                   ELSE /\ votesGranted' = [votesGranted EXCEPT ![i] = granted]
@@ -624,7 +699,7 @@ HandleVoteResponse(m) ==
                                       votesRejected, leaderVars, ghostVotes>>
          [] role[i] = "Candidate" /\ m.epoch = currentEpoch[i] /\ ~m.voteGranted ->
               LET rejected == votesRejected[i] \cup {m.src}
-              IN  IF ~IsElectionQuorum(Electorate \ rejected)
+              IN  IF ~IsElectionQuorumOf(i, ElectorateOf(i) \ rejected)
                   THEN /\ StepDown(i, currentEpoch[i], Nil)
                        /\ UNCHANGED <<log, highWatermark>>
                   ELSE /\ votesRejected' = [votesRejected EXCEPT ![i] = rejected]
@@ -715,8 +790,8 @@ HandleEndQuorumEpochRequest(m) ==
          [] /\ succ[1] = j
             /\ j \in TimeoutVoters
             /\ m.epoch < MaxEpoch ->
-              /\ StartElection(j, m.epoch + 1)
-              /\ UNCHANGED <<log, highWatermark>>
+              /\ BeginElection(j, m.epoch + 1)
+              /\ UNCHANGED highWatermark
          [] OTHER ->
               /\ StepDown(j, m.epoch, l)
               /\ UNCHANGED <<log, highWatermark>>
@@ -761,6 +836,22 @@ FetchEpochError(e, j) ==
     ELSE IF e > currentEpoch[j] THEN "UNKNOWN_LEADER_EPOCH"
     ELSE "NOT_LEADER_OR_FOLLOWER"
 
+(***************************************************************************)
+(* KIP-642 §"Reassignment Algorithm" step 5 and the early KIP-595 revision *)
+(* (§"FetchQuorumRecords Request Handling" step 4, error NOT_FOLLOWER):    *)
+(* "we piggy-back on the Fetch to inform the voter to downgrade            *)
+(* immediately after the new membership gets committed" ... "Note the      *)
+(* fetched data shall still be valid".  Leader j answers NOT_FOLLOWER to a *)
+(* fetcher f that was a voter, is not one in j's voter set, and whose      *)
+(* removal j has committed.  The response is otherwise the normal one.     *)
+(* Never the case without VoterAssignment records (f would be an observer, *)
+(* never a voter).                                                         *)
+(***************************************************************************)
+NotFollower(j, f) ==
+    /\ f \notin VotersOf(j)
+    /\ f \notin VoterSetOf(Prefix(log[j], highWatermark[j]), Voters)
+    /\ f \in EverVotersOf(log[j], Voters)
+
 HandleFetchRequest(m) ==
     LET j == m.dest
         f == m.src
@@ -783,8 +874,10 @@ HandleFetchRequest(m) ==
               LET valid   == \/ BugSkipFetchValidation
                              \/ IsValidFetchPosition(log[j], m.fetchOffset,
                                                      m.lastFetchedEpoch)
-                  isVoter == f \in Voters
-                  offsets == IF isVoter
+                  isVoter == f \in VotersOf(j)
+                  tracked == /\ f \in DOMAIN followerEndOffset[j]
+                             /\ isVoter \/ f \in TargetOf(log[j])
+                  offsets == IF tracked
                              THEN [followerEndOffset[j] EXCEPT ![f] =
                                      Max(@, IF valid THEN m.fetchOffset ELSE 0)]
                              ELSE followerEndOffset[j]
@@ -801,8 +894,9 @@ HandleFetchRequest(m) ==
                                              IF isVoter THEN RecordFetch(@, j, f) ELSE @]
                   /\ highWatermark'  = [highWatermark EXCEPT ![j] = hwm]
                   /\ ghostCommitted' = RecordCommitted(j, hwm)
-                  /\ Reply(FetchResponse(j, f, currentEpoch[j], j, "NONE", hwm,
-                                         records, div, m), m)
+                  /\ Reply(FetchResponse(j, f, currentEpoch[j], j,
+                                         IF NotFollower(j, f) THEN "NOT_FOLLOWER" ELSE "NONE",
+                                         hwm, records, div, m), m)
                   /\ UNCHANGED <<persistentVars, role, candidateVars>>
     /\ UNCHANGED <<restartCount, ghostVotes>>
 
@@ -843,7 +937,7 @@ HandleFetchResponse(m) ==
             /\ role[i] \in {"Unattached", "Voted", "Candidate"} ->
               /\ StepDown(i, m.epoch, m.leaderId)
               /\ UNCHANGED <<log, highWatermark>>
-         [] /\ m.error = "NONE"
+         [] /\ m.error \in {"NONE", "NOT_FOLLOWER"}
             /\ role[i] = "Follower"
             /\ m.src = leaderId[i]
             /\ m.epoch = currentEpoch[i]
@@ -984,7 +1078,7 @@ Roles == {"Unattached", "Voted", "Candidate", "Leader", "Follower",
           "Resigned", "Shutdown"}
 ErrorCodes == {"NONE", "INVALID_CLUSTER_ID", "FENCED_LEADER_EPOCH",
                "UNKNOWN_LEADER_EPOCH", "NOT_LEADER_OR_FOLLOWER",
-               "INVALID_QUORUM_STATE"}
+               "INVALID_QUORUM_STATE", "NOT_FOLLOWER"}
 LogRecord == [epoch : 1..MaxEpoch, value : Values \cup {LeaderChange}]
 IsLog(l) == /\ l \in [1..Len(l) -> LogRecord]
             /\ Len(l) <= MaxLogLength + MaxEpoch

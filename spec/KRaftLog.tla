@@ -105,4 +105,46 @@ TruncateToDivergence(l, div) ==
 MajorityOffset(match, voters, maxOffset, IsQuorum(_)) ==
     MaxOf({0} \cup {h \in 1..maxOffset : IsQuorum({v \in voters : match[v] >= h})})
 
+(***************************************************************************)
+(* KIP-642 (draft) §"Quorum Reassignment": the VoterAssignment control     *)
+(* record (Type=2, "VoterAssignmentMessage") carries CurrentVoters and     *)
+(* TargetVoters; in a log it is the record                                 *)
+(*   [epoch |-> e, value |-> "VoterAssignment",                            *)
+(*    currentVoters |-> S, targetVoters |-> T]                             *)
+(* with T = NoTarget for the draft's "TargetVoters = null".  Client and    *)
+(* LeaderChange records have no currentVoters field, which is how the      *)
+(* operators below tell the records apart.                                 *)
+(***************************************************************************)
+NoTarget == {}
+
+VoterAssignmentRecord(e, S, T) ==
+    [epoch |-> e, value |-> "VoterAssignment", currentVoters |-> S, targetVoters |-> T]
+
+IsVoterAssignment(r) == "currentVoters" \in DOMAIN r
+
+\* The index in l of the last VoterAssignment record, 0 if there is none.
+LastAssignmentOffset(l) ==
+    LET RECURSIVE Back(_)
+        Back(k) == IF k = 0 THEN 0
+                   ELSE IF IsVoterAssignment(l[k]) THEN k ELSE Back(k - 1)
+    IN  Back(Len(l))
+
+\* KIP-642 §"Reassignment Algorithm" step 4 ("followers will begin acting
+\* with the new voter information as soon as the log entry has been
+\* appended") and its "main subtlety" (a truncated record is reverted): the
+\* voter set a replica acts on is CurrentVoters of the last VoterAssignment
+\* in its log, committed or not, else the bootstrap voters (quorum.voters).
+VoterSetOf(l, bootstrap) ==
+    LET k == LastAssignmentOffset(l)
+    IN  IF k = 0 THEN bootstrap ELSE l[k].currentVoters
+
+\* The pending TargetVoters of a log (NoTarget when none is pending).
+TargetOf(l) ==
+    LET k == LastAssignmentOffset(l)
+    IN  IF k = 0 THEN NoTarget ELSE l[k].targetVoters
+
+\* Every replica that is or was a voter according to l (bootstrap included).
+EverVotersOf(l, bootstrap) ==
+    bootstrap \cup UNION {l[k].currentVoters : k \in {k \in 1..Len(l) : IsVoterAssignment(l[k])}}
+
 ================================================================================

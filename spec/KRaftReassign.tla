@@ -1,0 +1,654 @@
+------------------------------ MODULE KRaftReassign ------------------------------
+(***************************************************************************)
+(* KIP-642 (draft): dynamic quorum reassignment by single-member changes,  *)
+(* composed with the KIP-595 protocol of KRaft.tla, and the early KIP-595  *)
+(* revision's error code NOT_FOLLOWER and AlterQuorum request.             *)
+(*                                                                         *)
+(* Composition.  KRaft.tla already computes every rule from VotersOf(i),   *)
+(* the voter set of replica i's own log (KRaftLog!VoterSetOf): the         *)
+(* CurrentVoters of the last VoterAssignment record it has appended,       *)
+(* committed or not, else the bootstrap voters.  This module instantiates  *)
+(* KRaft.tla (K), keeps every KIP-595 action under its own name with the   *)
+(* bookkeeping of the variables below, and adds the leader's reassignment  *)
+(* algorithm (§"Reassignment Algorithm"), the AlterPartitionReassignments  *)
+(* request of an administrator (§"AlterPartitionReassignments"), the       *)
+(* quorum-state file's committed voter set (§"Changes to Quorum State",    *)
+(* §"Bootstrapping Procedure" step 1) and ghost history for the            *)
+(* invariants.  NOT_FOLLOWER, the single-voter election and the VoteRequest *)
+(* of a non-voter are rules of KRaft.tla itself (reachable only once a     *)
+(* VoterAssignment record exists).                                         *)
+(*                                                                         *)
+(* Hooks.  The configurations substitute (TLC `Op <- [KRaft] Def`) four    *)
+(* KRaft.tla operators: VotersOf <- ReassignVotersOf (the in-memory voter  *)
+(* set voterSet[i]), MajorityVotersOf, VoteFromNonVoter and NoEndOffsets   *)
+(* (the leader tracks every replica's progress: domain Server).  With all  *)
+(* Bug* switches FALSE the first three are KRaft.tla's rules on every      *)
+(* reachable state: VoterSetFollowsLog checks voterSet[i] = VotersOf of    *)
+(* the log.  The bug switches of §2 of the reading guide change exactly    *)
+(* one of them (or one guard of the leader's algorithm).                   *)
+(*                                                                         *)
+(* Reading guide: docs/spec-reassignment.md.                               *)
+(***************************************************************************)
+EXTENDS Integers, Sequences, FiniteSets, Bags, TLC, KRaftLog
+
+CONSTANTS
+    Voters, Observers, Values, Nil, LeaderChange, ClusterOf, TimeoutVoters,
+    MaxEpoch, MaxLogLength, MaxRestarts, MaxInFlight,
+    BugNoCurrentEpochRule, BugNoLogUpToDateCheck, BugVoteNotPersisted,
+    BugIgnoreDivergingEpoch, BugAcceptSecondLeader, BugFollowerHwmNotCapped,
+    BugObserverVotes, BugNoClusterIdCheck, BugClusterIdFatalFromNonLeader,
+    BugSkipFetchValidation
+
+CONSTANTS
+    Admin,          \* the administrator's client (AdminClient), a model value
+    TargetSets      \* the TargetVoters (replica sets) the administrator may ask for
+
+(***************************************************************************)
+(* Reassignment rule switches: each, when TRUE, removes one rule; all      *)
+(* FALSE in every configuration but exactly one tlc_configs/reassign-bug-*. *)
+(***************************************************************************)
+CONSTANTS
+    BugChangeBeforeEpochCommit, \* (a) a membership change appended before the
+                                \*     leader committed a record of its epoch
+    BugTwoChangesInFlight,      \* (b) the next change appended before the
+                                \*     previous one is committed
+    BugActOnCommit,             \* (c) non-leaders act on a change only once it
+                                \*     is committed (not on append)
+    BugNoRevertOnTruncate,      \* (d) the voter set is not reverted when the
+                                \*     VoterAssignment record is truncated
+    BugPersistUncommitted,      \* (e) the quorum-state file persists an
+                                \*     uncommitted change (restart recovers it)
+    BugVoteForNonVoter,         \* (f) a voter grants its vote to a non-voter
+                                \*     (by its own log)
+    BugMajorityOfTarget         \* (g) majorities are counted over TargetVoters
+                                \*     instead of CurrentVoters
+
+VARIABLES
+    currentEpoch, votedId, leaderId, log,
+    role, highWatermark, votesGranted, votesRejected,
+    followerEndOffset, fetchedSinceCheck,
+    msgs, restartCount,
+    ghostCommitted, ghostVotes
+
+(***************************************************************************)
+(* voterSet[i]     the voter set replica i acts on, kept in memory and      *)
+(*                 recomputed from its log whenever the log changes (on    *)
+(*                 append: §"Reassignment Algorithm" step 4; on truncation: *)
+(*                 the "main subtlety") and on restart (from quorumState).  *)
+(* quorumState[i]  PERSISTENT (§"Changes to Quorum State": AppliedOffset,  *)
+(*                 CurrentVoters): the last VoterAssignment that i knows to *)
+(*                 be committed, [offset |-> its index in log[i], voters |->*)
+(*                 its CurrentVoters]; offset 0 = the bootstrap voters.     *)
+(*                 "voters will only persist quorum state changes in        *)
+(*                 quorum-state after they have been committed".            *)
+(* ghostLeaders[e] GHOST: every replica that was ever Leader of epoch e.    *)
+(***************************************************************************)
+VARIABLES
+    voterSet, quorumState, ghostLeaders
+
+K == INSTANCE KRaft
+
+Server       == K!Server
+nodeVars     == <<currentEpoch, votedId, leaderId, log, role, highWatermark,
+                  votesGranted, votesRejected, followerEndOffset, fetchedSinceCheck>>
+ghostVars    == <<ghostCommitted, ghostVotes>>
+vars         == <<nodeVars, msgs, restartCount, ghostVars>>
+reassignVars == <<voterSet, quorumState, ghostLeaders>>
+allVars      == <<vars, reassignVars>>
+
+ASSUME
+    /\ Admin \notin Server \cup {Nil}
+    /\ TargetSets \subseteq (SUBSET Server) \ {{}}
+
+(***************************************************************************)
+(*                 The hooks substituted into KRaft.tla                    *)
+(***************************************************************************)
+ReassignVotersOf(i) == voterSet[i]
+
+\* (g) counts majorities over TargetVoters while a reassignment is pending.
+ReassignMajorityVotersOf(i) ==
+    IF BugMajorityOfTarget /\ TargetOf(log[i]) # NoTarget
+    THEN TargetOf(log[i])
+    ELSE voterSet[i]
+
+\* §"Reassignment Algorithm": "Each voter must act on the information they
+\* have in their own log when deciding whether to grant votes ... Voters
+\* must reject votes from non-voters"; (f) drops the rule.
+ReassignVoteFromNonVoter(m) == ~BugVoteForNonVoter /\ m.src \notin voterSet[m.dest]
+
+\* The leader tracks the fetch progress of every replica it may need
+\* (§"AlterPartitionReassignments Request Handling": "the leader will begin
+\* tracking the fetch state of the target voters").
+ReassignNoEndOffsets == [v \in Server |-> -1]
+
+(***************************************************************************)
+(*                 Helpers: the leader's view of a reassignment            *)
+(***************************************************************************)
+VotersOf(i) == K!VotersOf(i)
+Target(i)   == TargetOf(log[i])
+
+\* The TargetVoters a leader is working towards; with none pending, its
+\* current voters (an AlterPartitionReassignments for them is a no-op).
+EffectiveTarget(i) == IF Target(i) = NoTarget THEN VotersOf(i) ELSE Target(i)
+
+\* §"Reassignment Algorithm" step 2.
+RemovingVoters(i) == VotersOf(i) \ Target(i)
+RetainedVoters(i) == VotersOf(i) \cap Target(i)
+NewVoters(i)      == Target(i) \ VotersOf(i)
+
+\* Rule (b), step 4: "Once the record is committed, the membership change is
+\* safe to be applied" -- the next change waits for the previous one.
+LastAssignmentCommitted(i) == LastAssignmentOffset(log[i]) <= highWatermark[i]
+
+\* Rule (a), the single-server membership change rule of Raft (Ongaro,
+\* "bug in single-server membership changes", 2015): a leader changes the
+\* membership only once it has committed a record of its own epoch (its
+\* LeaderChange record, KIP-595 §"Extra condition on commitment").  The
+\* draft leaves it implicit (docs/spec-reassignment.md, findings).
+CommittedOwnEpoch(i) ==
+    /\ highWatermark[i] > 0
+    /\ log[i][highWatermark[i]].epoch = currentEpoch[i]
+
+MayChangeMembership(i) ==
+    /\ role[i] = "Leader"
+    /\ Target(i) # NoTarget
+    /\ BugTwoChangesInFlight \/ LastAssignmentCommitted(i)
+    /\ BugChangeBeforeEpochCommit \/ CommittedOwnEpoch(i)
+
+\* Room in the bounded model for one more record appended by a leader
+\* (client records and VoterAssignment records share MaxLogLength).
+HasRoom(i) == Len(log[i]) < MaxLogLength
+
+AppendAssignment(i, S, T) ==
+    log' = [log EXCEPT ![i] = Append(@, VoterAssignmentRecord(currentEpoch[i], S, T))]
+
+(***************************************************************************)
+(*        Bookkeeping after every step: voter sets, quorum-state, ghost     *)
+(***************************************************************************)
+\* The committed prefix of a log under high watermark h.
+CommittedPart(l, h) == Prefix(l, Min(h, Len(l)))
+
+\* The step appended a VoterAssignment record to i's log.
+AppendedAssignment(i) ==
+    /\ Len(log'[i]) > Len(log[i])
+    /\ IsVoterAssignment(log'[i][Len(log'[i])])
+
+\* voterSet'[i] after a step in which i did not restart.
+NextVoterSet(i) ==
+    CASE BugActOnCommit /\ role'[i] # "Leader" ->
+            VoterSetOf(CommittedPart(log'[i], highWatermark'[i]), quorumState[i].voters)
+      [] log'[i] = log[i] ->
+            voterSet[i]
+      [] BugNoRevertOnTruncate /\ ~AppendedAssignment(i) ->
+            voterSet[i]
+      [] OTHER ->
+            VoterSetOf(log'[i], Voters)
+
+\* quorumState'[i]: the last committed VoterAssignment, persisted once i's
+\* HWM passes it; (e) persists every VoterAssignment as it is appended.
+NextQuorumState(i) ==
+    IF BugPersistUncommitted
+    THEN IF AppendedAssignment(i)
+         THEN [offset |-> Len(log'[i]),
+               voters |-> log'[i][Len(log'[i])].currentVoters]
+         ELSE quorumState[i]
+    ELSE LET k == LastAssignmentOffset(CommittedPart(log'[i], highWatermark'[i]))
+         IN  IF k > quorumState[i].offset
+             THEN [offset |-> k, voters |-> log'[i][k].currentVoters]
+             ELSE quorumState[i]
+
+\* GHOST: every replica that is Leader after the step led its epoch.
+RecordLeaders ==
+    ghostLeaders' = [e \in 1..MaxEpoch |->
+                        ghostLeaders[e] \cup
+                        {i \in Server : role'[i] = "Leader" /\ currentEpoch'[i] = e}]
+
+Bookkeeping ==
+    /\ voterSet'    = [i \in Server |-> NextVoterSet(i)]
+    /\ quorumState' = [i \in Server |-> NextQuorumState(i)]
+    /\ RecordLeaders
+
+(***************************************************************************)
+(* §"Bootstrapping Procedure" step 1 and the "main subtlety": "Upon        *)
+(* initialization, any uncommitted state changes will be found by scanning *)
+(* forward from the LastOffset indicated in the quorum-state".             *)
+(***************************************************************************)
+RecoveredVoterSet(i) ==
+    LET qs   == quorumState[i]
+        rest == IF qs.offset < Len(log[i]) THEN SubSeq(log[i], qs.offset + 1, Len(log[i]))
+                ELSE << >>
+    IN  IF BugActOnCommit THEN qs.voters ELSE VoterSetOf(rest, qs.voters)
+
+(***************************************************************************)
+(*                                INIT                                     *)
+(***************************************************************************)
+Init ==
+    /\ K!Init
+    /\ voterSet     = [i \in Server |-> Voters]
+    /\ quorumState  = [i \in Server |-> [offset |-> 0, voters |-> Voters]]
+    /\ ghostLeaders = [e \in 1..MaxEpoch |-> {}]
+
+(***************************************************************************)
+(*          KIP-595 actions (KRaft.tla), with the bookkeeping              *)
+(***************************************************************************)
+Timeout(i)                == K!Timeout(i) /\ Bookkeeping
+LeaderProgressTimeout(i)  == K!LeaderProgressTimeout(i) /\ Bookkeeping
+ClientRequest(i, v)       == K!ClientRequest(i, v) /\ Bookkeeping
+SendVoteRequest(i, j)     == K!SendVoteRequest(i, j) /\ UNCHANGED reassignVars
+SendBeginQuorumEpoch(i, j) == K!SendBeginQuorumEpoch(i, j) /\ UNCHANGED reassignVars
+SendFetchRequest(i, j)    == K!SendFetchRequest(i, j) /\ UNCHANGED reassignVars
+ReceiveVoteRequest        == K!ReceiveVoteRequest /\ Bookkeeping
+ReceiveVoteResponse       == K!ReceiveVoteResponse /\ Bookkeeping
+ReceiveBeginQuorumEpochRequest  == K!ReceiveBeginQuorumEpochRequest /\ Bookkeeping
+ReceiveBeginQuorumEpochResponse == K!ReceiveBeginQuorumEpochResponse /\ Bookkeeping
+ReceiveEndQuorumEpochRequest    == K!ReceiveEndQuorumEpochRequest /\ Bookkeeping
+ReceiveFetchRequest       == K!ReceiveFetchRequest /\ Bookkeeping
+ReceiveFetchResponse      == K!ReceiveFetchResponse /\ Bookkeeping
+DropMessage               == K!DropMessage /\ UNCHANGED reassignVars
+DuplicateMessage          == K!DuplicateMessage /\ UNCHANGED reassignVars
+
+\* KIP-595 §"Persistent State" with §"Bootstrapping Procedure" step 1: the
+\* log and the quorum-state file survive; the voter set is recovered by
+\* scanning the log forward from the quorum-state's AppliedOffset.
+Restart(i) ==
+    /\ K!Restart(i)
+    /\ voterSet' = [voterSet EXCEPT ![i] = RecoveredVoterSet(i)]
+    /\ UNCHANGED <<quorumState, ghostLeaders>>
+
+(***************************************************************************)
+(*            §"AlterPartitionReassignments" (the administrator)           *)
+(***************************************************************************)
+AdminMessageTypes ==
+    {"AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"}
+
+AlterRequest(i, T) ==
+    [type |-> "AlterPartitionReassignmentsRequest", src |-> Admin, dest |-> i,
+     targetVoters |-> T]
+
+AlterResponse(i, T, err) ==
+    [type |-> "AlterPartitionReassignmentsResponse", src |-> i, dest |-> Admin,
+     targetVoters |-> T, error |-> err, leaderId |-> leaderId[i]]
+
+\* The AdminClient sends (and, after a timeout or NOT_LEADER_OR_FOLLOWER,
+\* re-sends: §"AlterPartitionReassignments Response Handling") the request
+\* to any replica; it keeps no state the protocol depends on.  Like Kafka's
+\* clients it has one request outstanding: it sends when none of its
+\* requests or responses is in flight (a lost one counts as timed out).
+SendAlterPartitionReassignments(i, T) ==
+    /\ T \in TargetSets
+    /\ \A m \in BagToSet(msgs) : m.type \notin AdminMessageTypes
+    /\ K!Send(AlterRequest(i, T))
+    /\ UNCHANGED <<nodeVars, restartCount, ghostVars, reassignVars>>
+
+(***************************************************************************)
+(* §"AlterPartitionReassignments Request Handling" steps 1-4 (the early   *)
+(* revision's AlterQuorum):                                               *)
+(*  1. not the leader: NOT_LEADER_FOR_PARTITION (Kafka's error code 6,     *)
+(*     named NOT_LEADER_OR_FOLLOWER today), with the known leader;         *)
+(*  2. TargetVoters already the latest assignment's: if committed, return  *)
+(*     at once; else go to 4;                                              *)
+(*  3. otherwise append VoterAssignment(CurrentVoters = the current voters,*)
+(*     TargetVoters = the request's) -- this replaces a pending target;    *)
+(*     resubmitting the current voters cancels (§"Cancellation");          *)
+(*  4. "Return successfully only when the desired TargetVoters has been    *)
+(*     safely committed": the request is consumed without a response and   *)
+(*     the AdminClient retries until step 2 answers.                      *)
+(***************************************************************************)
+HandleAlterRequest(m) ==
+    LET i == m.dest
+        T == m.targetVoters
+    IN
+    /\ role[i] # "Shutdown"
+    /\ CASE role[i] # "Leader" ->
+              /\ K!Reply(AlterResponse(i, T, "NOT_LEADER_OR_FOLLOWER"), m)
+              /\ UNCHANGED nodeVars
+         [] T = EffectiveTarget(i) /\ LastAssignmentCommitted(i) ->
+              /\ K!Reply(AlterResponse(i, T, "NONE"), m)
+              /\ UNCHANGED nodeVars
+         [] T = EffectiveTarget(i) ->
+              /\ K!Discard(m)
+              /\ UNCHANGED nodeVars
+         [] OTHER ->
+              /\ HasRoom(i)
+              /\ K!Discard(m)
+              /\ AppendAssignment(i, VotersOf(i), T)
+              /\ UNCHANGED <<currentEpoch, votedId, leaderId, role, highWatermark,
+                             votesGranted, votesRejected, followerEndOffset,
+                             fetchedSinceCheck>>
+    /\ UNCHANGED <<restartCount, ghostVars>>
+    /\ Bookkeeping
+
+ReceiveAlterPartitionReassignmentsRequest ==
+    \E m \in BagToSet(msgs) :
+        m.type = "AlterPartitionReassignmentsRequest" /\ HandleAlterRequest(m)
+
+\* §"AlterPartitionReassignments Response Handling": the AdminClient reads
+\* the response (and retries elsewhere on NOT_LEADER_OR_FOLLOWER).
+ReceiveAlterPartitionReassignmentsResponse ==
+    \E m \in BagToSet(msgs) :
+        /\ m.type = "AlterPartitionReassignmentsResponse"
+        /\ K!Discard(m)
+        /\ UNCHANGED <<nodeVars, restartCount, ghostVars, reassignVars>>
+
+(***************************************************************************)
+(*            §"Reassignment Algorithm": the leader's single changes       *)
+(***************************************************************************)
+LeaderAppendsOnly ==
+    UNCHANGED <<currentEpoch, votedId, leaderId, role, highWatermark,
+                votesGranted, votesRejected, followerEndOffset, fetchedSinceCheck,
+                msgs, restartCount, ghostVars>>
+
+(***************************************************************************)
+(* Step 3a: "If size(NewVoters) >= size(RemovingVoters), pick one of       *)
+(* NewVoters as NV by writing a record with CurrentVoters=CurrentVoters +  *)
+(* NV".  §"Observer Promotion" (leader based): NV must be an up-to-date    *)
+(* observer; "caught up" is modelled as: its end offset, as the leader     *)
+(* last saw it, has reached the leader's high watermark.                   *)
+(***************************************************************************)
+AddVoter(i, nv) ==
+    /\ MayChangeMembership(i)
+    /\ Cardinality(NewVoters(i)) >= Cardinality(RemovingVoters(i))
+    /\ nv \in NewVoters(i)
+    /\ followerEndOffset[i][nv] >= highWatermark[i]
+    /\ HasRoom(i)
+    /\ AppendAssignment(i, VotersOf(i) \cup {nv}, Target(i))
+    /\ LeaderAppendsOnly
+    /\ Bookkeeping
+
+(***************************************************************************)
+(* Step 3b: "else pick one of RemovingVoters as RV, preferably a           *)
+(* non-leader voter, by writing a record with CurrentVoters=CurrentVoters  *)
+(* - RV".  The leader removes itself last (step 6b, below).               *)
+(***************************************************************************)
+RemoveVoter(i, rv) ==
+    /\ MayChangeMembership(i)
+    /\ Cardinality(NewVoters(i)) < Cardinality(RemovingVoters(i))
+    /\ rv \in RemovingVoters(i) \ {i}
+    /\ HasRoom(i)
+    /\ AppendAssignment(i, VotersOf(i) \ {rv}, Target(i))
+    /\ LeaderAppendsOnly
+    /\ Bookkeeping
+
+(***************************************************************************)
+(* Step 6a: "If TargetVoters = CurrentVoters, then the reassignment is     *)
+(* done.  The leader will append a new entry with TargetVoters=null".     *)
+(***************************************************************************)
+CompleteReassignment(i) ==
+    /\ role[i] = "Leader"
+    /\ Target(i) # NoTarget
+    /\ VotersOf(i) = Target(i)
+    /\ BugTwoChangesInFlight \/ LastAssignmentCommitted(i)
+    /\ HasRoom(i)
+    /\ AppendAssignment(i, VotersOf(i), NoTarget)
+    /\ LeaderAppendsOnly
+    /\ Bookkeeping
+
+(***************************************************************************)
+(* Step 6b: "If the leader is the last remaining node in RemovingVoters,   *)
+(* then it will step down by sending EndQuorumEpoch to the current voters. *)
+(* It will continue as a voter until the next leader removes it from the   *)
+(* quorum" -- KRaft.tla's Resign (KIP-595 §"EndQuorumEpoch"), once the     *)
+(* previous change is committed.                                           *)
+(***************************************************************************)
+ResignAsLastRemovingVoter(i) ==
+    /\ role[i] = "Leader"
+    /\ Target(i) # NoTarget
+    /\ RemovingVoters(i) = {i}
+    /\ NewVoters(i) = {}
+    /\ LastAssignmentCommitted(i)
+    /\ K!Resign(i)
+    /\ Bookkeeping
+
+(***************************************************************************)
+(* The leader's high watermark after its own append or a change of its     *)
+(* voter set (KIP-595 §"FetchRequest Handling" step 4 computes it on a     *)
+(* voter's Fetch; Kafka also recomputes it when the leader's own log end   *)
+(* offset moves).  Needed where no Fetch can advance it: a single-voter    *)
+(* quorum, or a voter set that lost the member the HWM waited for.         *)
+(***************************************************************************)
+UpdateHighWatermark(i) ==
+    /\ role[i] = "Leader"
+    /\ LET h == K!NewHighWatermark(i, followerEndOffset[i])
+       IN  /\ h > highWatermark[i]
+           /\ highWatermark'  = [highWatermark EXCEPT ![i] = h]
+           /\ ghostCommitted' = K!RecordCommitted(i, h)
+    /\ UNCHANGED <<currentEpoch, votedId, leaderId, log, role, votesGranted,
+                   votesRejected, followerEndOffset, fetchedSinceCheck, msgs,
+                   restartCount, ghostVotes>>
+    /\ Bookkeeping
+
+(***************************************************************************)
+(*                           NEXT AND SPEC                                 *)
+(* KRaft.tla's Next without the general Resign (a leader resigns here only *)
+(* as the last removing voter), plus the reassignment actions.            *)
+(***************************************************************************)
+Next ==
+    \/ \E i \in Server : Timeout(i)
+    \/ \E i \in Server : LeaderProgressTimeout(i)
+    \/ \E i \in Server, v \in Values : ClientRequest(i, v)
+    \/ \E i \in Server : Restart(i)
+    \/ \E i, j \in Server : SendVoteRequest(i, j)
+    \/ \E i, j \in Server : SendBeginQuorumEpoch(i, j)
+    \/ \E i, j \in Server : SendFetchRequest(i, j)
+    \/ ReceiveVoteRequest
+    \/ ReceiveVoteResponse
+    \/ ReceiveBeginQuorumEpochRequest
+    \/ ReceiveBeginQuorumEpochResponse
+    \/ ReceiveEndQuorumEpochRequest
+    \/ ReceiveFetchRequest
+    \/ ReceiveFetchResponse
+    \/ DropMessage
+    \/ DuplicateMessage
+    \* reassignment
+    \/ \E i \in Server, T \in TargetSets : SendAlterPartitionReassignments(i, T)
+    \/ ReceiveAlterPartitionReassignmentsRequest
+    \/ ReceiveAlterPartitionReassignmentsResponse
+    \/ \E i, v \in Server : AddVoter(i, v)
+    \/ \E i, v \in Server : RemoveVoter(i, v)
+    \/ \E i \in Server : CompleteReassignment(i)
+    \/ \E i \in Server : ResignAsLastRemovingVoter(i)
+    \/ \E i \in Server : UpdateHighWatermark(i)
+
+Spec == Init /\ [][Next]_allVars
+
+(***************************************************************************)
+(* Fairness, for the liveness check only: weak fairness on every protocol  *)
+(* action, on the administrator's (re)sending of its request and on the    *)
+(* delivery of every kind of message on every channel; none on the faults, *)
+(* Restart and the leader progress timeout.                               *)
+(***************************************************************************)
+Deliver(i, j, t) == K!Deliver(i, j, t) /\ Bookkeeping
+
+Fairness ==
+    /\ \A i \in Server : WF_allVars(Timeout(i))
+    /\ \A i, j \in Server :
+          /\ WF_allVars(SendVoteRequest(i, j))
+          /\ WF_allVars(SendBeginQuorumEpoch(i, j))
+          /\ WF_allVars(SendFetchRequest(i, j))
+          /\ \A t \in K!MessageTypes : WF_allVars(Deliver(i, j, t))
+    /\ \A i \in Server :
+          /\ \A T \in TargetSets : WF_allVars(SendAlterPartitionReassignments(i, T))
+          /\ WF_allVars(\E v \in Server : AddVoter(i, v))
+          /\ WF_allVars(\E v \in Server : RemoveVoter(i, v))
+          /\ WF_allVars(CompleteReassignment(i))
+          /\ WF_allVars(ResignAsLastRemovingVoter(i))
+          /\ WF_allVars(UpdateHighWatermark(i))
+    /\ WF_allVars(ReceiveAlterPartitionReassignmentsRequest)
+    /\ WF_allVars(ReceiveAlterPartitionReassignmentsResponse)
+
+LiveSpec == Spec /\ Fairness
+
+(***************************************************************************)
+(*                              INVARIANTS                                 *)
+(***************************************************************************)
+ClientOrControlRecord == [epoch : 1..MaxEpoch, value : Values \cup {LeaderChange}]
+AssignmentRecord ==
+    [epoch : 1..MaxEpoch, value : {"VoterAssignment"},
+     currentVoters : (SUBSET Server) \ {{}}, targetVoters : SUBSET Server]
+
+ReassignTypeOK ==
+    /\ currentEpoch \in [Server -> 0..MaxEpoch]
+    /\ votedId \in [Server -> Server \cup {Nil}]
+    /\ leaderId \in [Server -> Server \cup {Nil}]
+    /\ \A i \in Server :
+          \A k \in 1..Len(log[i]) : log[i][k] \in ClientOrControlRecord \cup AssignmentRecord
+    /\ \A i \in Server : Len(log[i]) <= MaxLogLength + MaxEpoch
+    /\ role \in [Server -> K!Roles]
+    /\ highWatermark \in [Server -> Nat]
+    /\ votesGranted \in [Server -> SUBSET Server]
+    /\ votesRejected \in [Server -> SUBSET Server]
+    /\ followerEndOffset \in [Server -> [Server -> -1..(MaxLogLength + MaxEpoch)]]
+    /\ fetchedSinceCheck \in [Server -> SUBSET Server]
+    /\ IsABag(msgs)
+    /\ K!NumInFlight <= MaxInFlight
+    /\ \A m \in BagToSet(msgs) :
+          \/ /\ m.type \in K!MessageTypes
+             /\ m.src \in Server /\ m.dest \in Server /\ m.src # m.dest
+             /\ m.epoch \in 0..MaxEpoch
+             /\ "error" \in DOMAIN m => m.error \in K!ErrorCodes
+          \/ /\ m.type = "AlterPartitionReassignmentsRequest"
+             /\ m.src = Admin /\ m.dest \in Server /\ m.targetVoters \in TargetSets
+          \/ /\ m.type = "AlterPartitionReassignmentsResponse"
+             /\ m.src \in Server /\ m.dest = Admin /\ m.targetVoters \in TargetSets
+             /\ m.error \in {"NONE", "NOT_LEADER_OR_FOLLOWER"}
+    /\ restartCount \in 0..MaxRestarts
+    /\ ghostVotes \in [Server -> SUBSET Server]
+    /\ voterSet \in [Server -> SUBSET Server]
+    /\ quorumState \in [Server -> [offset : 0..(MaxLogLength + MaxEpoch), voters : SUBSET Server]]
+    /\ ghostLeaders \in [1..MaxEpoch -> SUBSET Server]
+
+\* The records ever committed, in order (the ghost of KRaft.tla).
+CommittedEntries == [k \in 1..Len(ghostCommitted) |-> ghostCommitted[k].entry]
+
+\* The committed configuration: the voter set of the last committed
+\* VoterAssignment, else the bootstrap voters.
+CommittedVoters == VoterSetOf(CommittedEntries, Voters)
+
+SymmetricDifference(A, B) == (A \ B) \cup (B \ A)
+
+\* KIP-595 §"Key Concepts" ("For each epoch there will be only one leader")
+\* in the historical sense: no two replicas ever led the same epoch.
+ElectionSafety ==
+    \A e \in 1..MaxEpoch : Cardinality(ghostLeaders[e]) <= 1
+
+\* Raft's Log Matching and Leader Completeness (KRaft.tla), over every
+\* replica that is or becomes a voter.
+LogMatching        == K!LogMatching
+LeaderCompleteness == K!LeaderCompleteness
+HighWatermarkWithinLog == K!HighWatermarkWithinLog
+NoDoubleVote       == K!NoDoubleVote
+KnownLeadersAgree  == K!KnownLeadersAgree
+LeaderHoldsItsLeaderChange == K!LeaderHoldsItsLeaderChange
+
+\* No committed record is ever lost or changed: every record ever committed
+\* is still held, at its offset, by a majority of the committed
+\* configuration, and no replica's committed prefix disagrees with it.
+NoCommittedRecordLostOrChanged ==
+    /\ \A k \in 1..Len(ghostCommitted) :
+          K!IsMajorityOf({v \in CommittedVoters : /\ k <= Len(log[v])
+                                              /\ log[v][k] = ghostCommitted[k].entry},
+                       CommittedVoters)
+    /\ \A i \in Server :
+          \A k \in 1..Min(highWatermark[i], Len(log[i])) :
+              /\ k <= Len(ghostCommitted)
+              /\ log[i][k] = ghostCommitted[k].entry
+
+\* §"Quorum Change Protocol" 1: "Quorum changes are executed through a
+\* series of single-member changes": in every log, each VoterAssignment's
+\* CurrentVoters differs from the voter set before it by at most one member.
+SingleMemberChanges ==
+    \A i \in Server : \A k \in 1..Len(log[i]) :
+        IsVoterAssignment(log[i][k]) =>
+            Cardinality(SymmetricDifference(
+                log[i][k].currentVoters,
+                VoterSetOf(SubSeq(log[i], 1, k - 1), Voters))) <= 1
+
+\* The voter sets that two replicas act on differ by at most one member,
+\* for replicas that hold the whole committed history (a replica that
+\* lags behind the committed configurations is exempt: it cannot win an
+\* election, by LeaderCompleteness).  At most one change is in flight.
+VoterSetsDifferByAtMostOne ==
+    \A i, j \in Server :
+        (/\ IsPrefix(CommittedEntries, log[i])
+         /\ IsPrefix(CommittedEntries, log[j])) =>
+            Cardinality(SymmetricDifference(voterSet[i], voterSet[j])) <= 1
+
+\* With the reassignment rules in force the in-memory voter set is the
+\* one of the log (§"Reassignment Algorithm" step 4 and its "main
+\* subtlety"), so the hooks substituted into KRaft.tla are KRaft.tla's own
+\* rules; and the quorum-state file holds a committed assignment.
+VoterSetFollowsLog ==
+    \A i \in Server :
+        /\ voterSet[i] = VoterSetOf(log[i], Voters)
+        /\ quorumState[i].offset <= Len(log[i])
+        /\ quorumState[i].voters =
+              VoterSetOf(SubSeq(log[i], 1, quorumState[i].offset), Voters)
+        /\ quorumState[i].offset <= Len(ghostCommitted)
+
+\* §"AlterPartitionReassignments Request Handling" step 4: a successful
+\* response only once the TargetVoters it names have been committed.
+ReassignmentAckedOnlyWhenCommitted ==
+    \A m \in BagToSet(msgs) :
+        (m.type = "AlterPartitionReassignmentsResponse" /\ m.error = "NONE") =>
+            \/ m.targetVoters = Voters
+            \/ \E k \in 1..Len(CommittedEntries) :
+                  /\ IsVoterAssignment(CommittedEntries[k])
+                  /\ m.targetVoters \in {CommittedEntries[k].targetVoters,
+                                         CommittedEntries[k].currentVoters}
+
+(***************************************************************************)
+(* A removed replica never counts toward a majority (action property):     *)
+(* a leader's high watermark only advances to an offset held by a majority *)
+(* of the leader's current voter set, and a replica becomes leader only    *)
+(* with the votes of a majority of its current voter set.                  *)
+(***************************************************************************)
+HwmHeldByVoters(l) ==
+    LET h == highWatermark'[l]
+        V == voterSet[l]
+    IN  K!IsMajorityOf({v \in V : IF v = l THEN Len(log'[l]) >= h
+                                ELSE followerEndOffset'[l][v] >= h}, V)
+
+ElectedByVoters(l) ==
+    \/ K!IsMajorityOf({l}, voterSet[l])
+    \/ \E m \in BagToSet(msgs) :
+          /\ m.type = "VoteResponse" /\ m.dest = l /\ m.voteGranted
+          /\ CopiesIn(m, msgs') < CopiesIn(m, msgs)
+          /\ K!IsMajorityOf(votesGranted[l] \cup {m.src}, voterSet[l])
+
+RemovedReplicaNeverCounted ==
+    [][\A l \in Server :
+          /\ (role[l] = "Leader" /\ role'[l] = "Leader"
+              /\ highWatermark'[l] > highWatermark[l]) => HwmHeldByVoters(l)
+          /\ (role[l] # "Leader" /\ role'[l] = "Leader") => ElectedByVoters(l)]_allVars
+
+(***************************************************************************)
+(* §"Reassignment Algorithm": "Each voter must act on the information they *)
+(* have in their own log when deciding whether to grant votes ... Voters   *)
+(* must reject votes from non-voters" (action property): a vote is only    *)
+(* ever granted to a replica in the voter's own voter set.                 *)
+(***************************************************************************)
+VotesOnlyForVoters ==
+    [][\A j \in Server :
+          ghostVotes'[j] \ ghostVotes[j] \subseteq voterSet'[j] \cup {j}]_allVars
+
+HighWatermarkMonotonic == K!HighWatermarkMonotonic
+
+(***************************************************************************)
+(*                              LIVENESS                                   *)
+(* Once the network stops losing and duplicating messages, a requested     *)
+(* reassignment eventually completes: a committed VoterAssignment has      *)
+(* CurrentVoters = the target and TargetVoters cleared (step 6a).          *)
+(***************************************************************************)
+NetworkFault == DropMessage \/ DuplicateMessage
+NetworkFaultsEventuallyStop == <>[][~NetworkFault]_allVars
+
+ReassignmentDone ==
+    LET k == LastAssignmentOffset(CommittedEntries)
+    IN  /\ k > 0
+        /\ CommittedEntries[k].targetVoters = NoTarget
+        /\ CommittedEntries[k].currentVoters \in TargetSets
+
+ReassignmentEventuallyCompletes ==
+    NetworkFaultsEventuallyStop => <>ReassignmentDone
+
+=============================================================================
