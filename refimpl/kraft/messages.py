@@ -35,6 +35,8 @@ class Errors(str, Enum):
     INVALID_QUORUM_STATE = "INVALID_QUORUM_STATE"
     INCONSISTENT_VOTER_SET = "INCONSISTENT_VOTER_SET"
     INVALID_CLUSTER_ID = "INVALID_CLUSTER_ID"
+    # KIP-595 early revision "New Error Codes" / KIP-642 draft step 5: a removed voter's Fetch
+    NOT_FOLLOWER = "NOT_FOLLOWER"
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,9 @@ class FetchRequest:
     current_leader_epoch: int
     fetch_offset: int
     last_fetched_epoch: int
+    # KIP-595 early revision FetchQuorumRecordsRequest.IsFollower: the fetcher is a voter by
+    # its own log (KIP-642 reassignment only; KIP-595 replicas leave it False)
+    is_follower: bool = False
 
 
 @dataclass(frozen=True)

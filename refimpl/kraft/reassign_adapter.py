@@ -1,0 +1,164 @@
+"""KIP-642 reassignment plugged into the simulator: `ReassignAdapter` (protocol "reassign").
+
+The cluster: the bootstrap voters (quorum.voters) and spare replicas that start as observers
+and may be added.  The workload is KIP-595's client appends plus admin requests: now and then the
+leader receives an AlterPartitionReassignments / AlterQuorum with a random target voter set
+(sometimes a null target: a cancellation), drawn from the simulator's seeded RNG, so the chaos
+fault profiles (loss, duplication, partitions, crashes) hit reassignments in every phase.
+
+Every replica's timers may fire (a replica added to the quorum needs its election timer); disk
+loss is not part of this workload.  Liveness (`recovered`): a leader a majority of ITS voters
+follows has committed a record of its epoch, no reassignment is pending in its log (TargetVoters
+cleared and committed), and every running replica follows it at its HWM.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from typing import Any
+
+from refimpl.kraft import reassign_mapping as rm
+from refimpl.kraft.adapter import KRaftAdapter, KRaftBounds
+from refimpl.kraft.config import QuorumConfig
+from refimpl.kraft.quorum import holds_majority
+from refimpl.kraft.reassign import latest_assignment, target_from_log
+from refimpl.kraft.reassign_invariants import ReassignMonitor
+from refimpl.kraft.reassign_node import ReassignNode
+from refimpl.kraft.state import NodeState, Role
+from refimpl.sim.bounds import Bounds
+from refimpl.sim.protocol import Monitor, ProtocolAdapter, Transition, World
+
+__all__ = ["ReassignAdapter", "ReassignWorkload"]
+
+
+@dataclass(frozen=True)
+class ReassignWorkload:
+    """How often a client request is an admin reassignment, and the target sizes drawn."""
+
+    admin_share: float = 0.06      # share of client requests that are AlterQuorum
+    cancel_share: float = 0.1      # share of those with a null target (cancellation)
+    min_size: int = 1
+    max_size: int = 4
+
+
+class ReassignAdapter(KRaftAdapter):
+    name = "reassign"
+    spec_module = rm.SPEC_MODULE
+    supports_disk_loss = False
+
+    def __init__(self, bounds: KRaftBounds | None = None, bug: str | None = None,
+                 workload: ReassignWorkload = ReassignWorkload(),
+                 observer_rediscovery: bool = True, targets: tuple | None = None):
+        """`targets`: the admin requests' possible target sets (bounded runs: the config's
+        reassignment targets); None draws random subsets of all replicas."""
+        bounds = bounds or KRaftBounds(voters=("n1", "n2", "n3"), observers=("n4", "n5"),
+                                       values=("v1", "v2"))
+        nodes = bounds.voters + bounds.observers
+        bounds = replace(bounds, timeout_voters=bounds.timeout_voters or nodes)
+        cfg = QuorumConfig(voters=bounds.voters, fetch_max_records=1, request_timeout_ms=400)
+        super().__init__(bounds, bug, config=cfg, observer_rediscovery=observer_rediscovery)
+        self.node = ReassignNode(cfg, bug, max_epoch=bounds.max_epoch,
+                                 timeout_voters=nodes, observer_rediscovery=observer_rediscovery)
+        self._timeout_voters = set(nodes)
+        self.workload = workload
+        self.targets = targets
+        self.history = rm.History(self.cluster_of)
+
+    @classmethod
+    def from_options(cls, bounds: Bounds | None, bug: str | None) -> "ReassignAdapter":
+        if bounds is None:
+            return cls(None, bug)
+        kb = KRaftBounds.from_cfg(bounds)
+        return cls(kb, bug, observer_rediscovery=False, targets=rm.targets_from_cfg(bounds, kb))
+
+    # ---- static facts
+    def model_values(self) -> tuple[str, ...]:
+        return tuple(sorted(set(super().model_values()) | set(rm.EXTRA_MODEL_VALUES)))
+
+    def spec_variables(self) -> tuple[str, ...]:
+        return rm.VARIABLES
+
+    # ---- behaviour
+    @staticmethod
+    def _named(t: Transition) -> Transition:
+        if t.action is None:
+            return t
+        spec_name = rm.ACTION_NAMES[t.action]
+        if spec_name == t.action:
+            return t
+        return Transition(t.state, spec_name, t.params, t.sends, t.persist, t.timers, t.halt,
+                          t.split_sends)
+
+    def init(self):
+        out = super().init()
+        self.history = rm.History(self.cluster_of)
+        return out
+
+    def _draw_target(self, rng: random.Random) -> tuple[str, ...] | None:
+        w = self.workload
+        if self.targets is not None:
+            return rng.choice(self.targets)
+        if rng.random() < w.cancel_share:
+            return None
+        size = rng.randint(w.min_size, min(w.max_size, len(self._nodes)))
+        return tuple(sorted(rng.sample(self._nodes, size)))
+
+    def client_request(self, world: World, rng: random.Random):
+        leaders = [n for n in self._nodes
+                   if world.up[n] and world.states[n].role is Role.LEADER]
+        if leaders and rng.random() < self.workload.admin_share:
+            node = leaders[0] if len(leaders) == 1 else rng.choice(leaders)
+            t = self._within(self.node.alter_quorum(world.states[node], self._draw_target(rng)))
+            return None if t is None else (node, t)
+        return super().client_request(world, rng)
+
+    # ---- liveness
+    def _stable_leader(self, w: World, exclude: str | None = None) -> str | None:
+        """The leader a majority of its own voters follows (it included), or None."""
+        for lid in self._nodes:
+            if lid == exclude or not w.up[lid]:
+                continue
+            ls: NodeState = w.states[lid]
+            if ls.role is not Role.LEADER:
+                continue
+            voters = ls.voter_set or self.bounds.voters
+            n = sum(1 for v in voters if v == lid or (
+                v != exclude and w.up[v] and w.states[v].epoch == ls.epoch
+                and w.states[v].leader_id == lid))
+            if holds_majority(n, len(voters)):
+                return lid
+        return None
+
+    def recovered(self, world: World) -> bool:
+        """KIP-595's recovery, and no reassignment pending: the leader's latest assignment has
+        TargetVoters null and is committed (the draft's "the reassignment is done")."""
+        lid = self._stable_leader(world)
+        if lid is not None:
+            ls = world.states[lid]
+            a = latest_assignment(ls.log)
+            if target_from_log(ls.log) is not None or (a is not None and a[0] >= ls.high_watermark):
+                return False
+        return super().recovered(world)
+
+    # ---- observation
+    def project(self, world: World) -> dict[str, Any]:
+        return rm.project(world, self._nodes, self.bounds.voters)
+
+    def encode_state(self, world: World) -> str:
+        return ProtocolAdapter.encode_state(self, world)
+
+    def message_value(self, env):
+        return rm.message_value(env)
+
+    def params_json(self, params, env=None) -> str:
+        return rm.params_json(params, env)
+
+    def after_step(self, world: World, node: str | None, action: str) -> None:
+        if action == "Init" or "kraft" not in world.history:
+            world.history["kraft"] = self.history
+        self.history.after_step(world, node, action)
+
+    def monitor(self) -> Monitor:
+        return ReassignMonitor(self.bounds.voters, self._nodes, self.cluster_of,
+                               action_names={rm.ACTION_NAMES[a] for a in ("AddVoter", "RemoveVoter")})
