@@ -19,6 +19,7 @@ __all__ = [
     "EndQuorumEpochRequest",
     "FetchRequest", "FetchResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse", "ReplicaState",
+    "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
     "Message",
 ]
 
@@ -86,9 +87,6 @@ class FetchRequest:
     current_leader_epoch: int
     fetch_offset: int
     last_fetched_epoch: int
-    # KIP-595 early revision FetchQuorumRecordsRequest.IsFollower: the fetcher is a voter by
-    # its own log (KIP-642 reassignment only; KIP-595 replicas leave it False)
-    is_follower: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +122,22 @@ class DescribeQuorumResponse:
     observers: tuple[ReplicaState, ...]
 
 
+@dataclass(frozen=True)
+class AlterPartitionReassignmentsRequest:
+    """KIP-642 draft "AlterPartitionReassignments" (the early revision's AlterQuorum), sent by
+    the admin client: the desired TargetVoters."""
+
+    target_voters: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlterPartitionReassignmentsResponse:
+    error: Errors                  # NONE, or NOT_LEADER_OR_FOLLOWER (the draft's NOT_LEADER_FOR_PARTITION)
+    target_voters: tuple[str, ...]
+    leader_id: str | None
+
+
 Message = (VoteRequest | VoteResponse | BeginQuorumEpochRequest | BeginQuorumEpochResponse
            | EndQuorumEpochRequest | FetchRequest | FetchResponse | DescribeQuorumRequest
-           | DescribeQuorumResponse)
+           | DescribeQuorumResponse | AlterPartitionReassignmentsRequest
+           | AlterPartitionReassignmentsResponse)

@@ -84,6 +84,9 @@ class KRaftNode:
         # quorum.fetch.timeout.ms; spec/KRaft.tla has no such step (a Follower fetches only
         # from its leader), so bounded (spec-faithful) runs switch it off
         self.observer_rediscovery = observer_rediscovery
+        # a single-voter leader commits within its append (KIP-595); the reassignment spec
+        # has a separate UpdateHighWatermark step instead (refimpl/kraft/reassign_node.py)
+        self.inline_single_voter_hwm = True
         self.bug_hwm_epoch = bug_enabled(bug, "hwm-no-current-epoch-check")
         self.bug_div_off_by_one = bug_enabled(bug, "diverging-epoch-off-by-one")
         self.bug_vote_not_persisted = bug_enabled(bug, "double-vote-after-restart")
@@ -389,7 +392,7 @@ class KRaftNode:
         new = self._clear(s, role=Role.LEADER, leader_id=s.node_id, log=log,
                           epoch_start_offset=len(s.log), election_retries=0)
         persist: tuple = (Persist(LOG, log),)
-        if len(self._voters(s)) == 1:  # a quorum of one commits on its own
+        if self.inline_single_voter_hwm and len(self._voters(s)) == 1:  # a quorum of one commits on its own
             new = replace(new, high_watermark=self._leader_hwm(new))
             new, cid = self._cache_cluster_id(new)
             persist += cid
@@ -751,7 +754,7 @@ class KRaftNode:
         log = s.log + (Record(s.epoch, value=value),)
         new = replace(s, log=log)
         persist: tuple = (Persist(LOG, log),)
-        if len(self._voters(s)) == 1:
+        if self.inline_single_voter_hwm and len(self._voters(s)) == 1:
             new = replace(new, high_watermark=self._leader_hwm(new))
             new, cid = self._cache_cluster_id(new)
             persist += cid

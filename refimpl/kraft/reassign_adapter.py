@@ -1,13 +1,16 @@
 """KIP-642 reassignment plugged into the simulator: `ReassignAdapter` (protocol "reassign").
 
 The cluster: the bootstrap voters (quorum.voters) and spare replicas that start as observers
-and may be added.  The workload is KIP-595's client appends plus admin requests: now and then the
-leader receives an AlterPartitionReassignments / AlterQuorum with a random target voter set
-(sometimes a null target: a cancellation), drawn from the simulator's seeded RNG, so the chaos
-fault profiles (loss, duplication, partitions, crashes) hit reassignments in every phase.
+and may be added.  The workload is KIP-595's client appends plus admin requests: now and then
+the admin client sends an AlterPartitionReassignments (the early revision's AlterQuorum) with a
+random target voter set, drawn from the simulator's seeded RNG, to the replica it believes
+leads (sometimes to any replica; resubmitting the current voters cancels), over the same lossy
+network, so the chaos fault profiles (loss, duplication, partitions, crashes) hit
+reassignments in every phase.  The admin is stateless and retries by sending again; its
+responses are consumed by the network (the spec's DropMessage).
 
 Every replica's timers may fire (a replica added to the quorum needs its election timer); disk
-loss is not part of this workload.  Liveness (`recovered`): a leader a majority of ITS voters
+loss and KIP-595's graceful Resign are not part of this workload (a graceful stop is a crash).  Liveness (`recovered`): a leader a majority of ITS voters
 follows has committed a record of its epoch, no reassignment is pending in its log (TargetVoters
 cleared and committed), and every running replica follows it at its HWM.
 """
@@ -25,9 +28,10 @@ from refimpl.kraft.quorum import holds_majority
 from refimpl.kraft.reassign import latest_assignment, target_from_log
 from refimpl.kraft.reassign_invariants import ReassignMonitor
 from refimpl.kraft.reassign_node import ReassignNode
+from refimpl.kraft.messages import AlterPartitionReassignmentsRequest
 from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.bounds import Bounds
-from refimpl.sim.protocol import Monitor, ProtocolAdapter, Transition, World
+from refimpl.sim.protocol import Envelope, Monitor, ProtocolAdapter, Transition, World
 
 __all__ = ["ReassignAdapter", "ReassignWorkload"]
 
@@ -37,7 +41,7 @@ class ReassignWorkload:
     """How often a client request is an admin reassignment, and the target sizes drawn."""
 
     admin_share: float = 0.06      # share of client requests that are AlterQuorum
-    cancel_share: float = 0.1      # share of those with a null target (cancellation)
+    to_leader: float = 0.8         # share of those sent to a leader (else to any replica)
     min_size: int = 1
     max_size: int = 4
 
@@ -63,7 +67,7 @@ class ReassignAdapter(KRaftAdapter):
         self._timeout_voters = set(nodes)
         self.workload = workload
         self.targets = targets
-        self.history = rm.History(self.cluster_of)
+        self.history = rm.History(self.cluster_of, bounds.max_epoch)
 
     @classmethod
     def from_options(cls, bounds: Bounds | None, bug: str | None) -> "ReassignAdapter":
@@ -92,26 +96,42 @@ class ReassignAdapter(KRaftAdapter):
 
     def init(self):
         out = super().init()
-        self.history = rm.History(self.cluster_of)
+        self.history = rm.History(self.cluster_of, self.bounds.max_epoch)
         return out
 
-    def _draw_target(self, rng: random.Random) -> tuple[str, ...] | None:
+    def crash_kind(self, node: str, kind: str) -> str | None:
+        return "crash"   # KIP-595's Resign is not a step of the reassignment spec
+
+    def graceful_shutdown(self, node: str, state: NodeState, now_ms: int) -> Transition | None:
+        return None
+
+    def _draw_target(self, rng: random.Random) -> tuple[str, ...]:
         w = self.workload
         if self.targets is not None:
             return rng.choice(self.targets)
-        if rng.random() < w.cancel_share:
-            return None
         size = rng.randint(w.min_size, min(w.max_size, len(self._nodes)))
         return tuple(sorted(rng.sample(self._nodes, size)))
 
     def client_request(self, world: World, rng: random.Random):
+        """A client append, or (admin_share) the admin's AlterPartitionReassignments: the
+        spec's SendAlterPartitionReassignments(i, T), a step that only puts the request in
+        flight (its handling is ReceiveAlterPartitionReassignmentsRequest at i)."""
+        if rng.random() >= self.workload.admin_share:
+            return super().client_request(world, rng)
         leaders = [n for n in self._nodes
                    if world.up[n] and world.states[n].role is Role.LEADER]
-        if leaders and rng.random() < self.workload.admin_share:
+        if leaders and rng.random() < self.workload.to_leader:
             node = leaders[0] if len(leaders) == 1 else rng.choice(leaders)
-            t = self._within(self.node.alter_quorum(world.states[node], self._draw_target(rng)))
-            return None if t is None else (node, t)
-        return super().client_request(world, rng)
+        else:
+            node = rng.choice(self._nodes)
+        env = Envelope(rm.ADMIN, node, AlterPartitionReassignmentsRequest(self._draw_target(rng)))
+        lim = self.bounds.limits.max_in_flight
+        if any(e == env for e, _ in world.in_flight.values()) or (
+                lim is not None and sum(c for _, c in world.in_flight.values()) >= lim):
+            return None
+        return node, Transition(world.states[node], "SendAlterPartitionReassignments",
+                                {"node": node, "target": frozenset(env.payload.target_voters)},
+                                sends=(env,))
 
     # ---- liveness
     def _stable_leader(self, w: World, exclude: str | None = None) -> str | None:

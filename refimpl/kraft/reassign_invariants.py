@@ -25,7 +25,7 @@ from refimpl.kraft.invariants import INVARIANTS as KRAFT_INVARIANTS, KRaftMonito
 from refimpl.kraft.log import VoterAssignment
 from refimpl.kraft.quorum import holds_majority
 from refimpl.kraft.reassign import committed_voters, symmetric_difference, voters_from_log
-from refimpl.kraft.state import QUORUM_STATE, NodeState, Role
+from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.protocol import Violation, World
 
 __all__ = ["ReassignMonitor", "INVARIANTS", "CHANGE_ACTIONS"]
@@ -103,6 +103,11 @@ class ReassignMonitor(KRaftMonitor):
                 out.append(Violation("AtMostOneLeaderPerEpoch",
                                      f"{first} and {node} both led epoch {s.epoch}"))
         want = voters_from_log(s.log, self.bootstrap)
+        if s.qs_voters is not None and hist is not None:
+            if tuple(s.qs_voters) not in self._committed_configs(hist):
+                out.append(Violation("QuorumStateHoldsCommittedVoters",
+                                     f"{node}'s quorum-state holds voters {list(s.qs_voters)}, "
+                                     "never committed"))
         if s.voter_set is not None and s.voter_set != want:
             out.append(Violation("VotersFromOwnLog",
                                  f"{node} acts on voters {list(s.voter_set)} but its log says "
@@ -113,12 +118,6 @@ class ReassignMonitor(KRaftMonitor):
                 out.append(Violation("SingleMemberChange",
                                      f"{node} appended voters {list(want)} while {list(done)} "
                                      "is the latest committed voter set"))
-        qs = world.disks.get(node, {}).get(QUORUM_STATE)
-        if qs is not None and hist is not None and qs.current_voters:
-            if tuple(qs.current_voters) not in self._committed_configs(hist):
-                out.append(Violation("QuorumStateHoldsCommittedVoters",
-                                     f"{node}'s quorum-state holds voters "
-                                     f"{list(qs.current_voters)}, never committed"))
         last = self._voted.get(node)
         cur = (s.epoch, s.voted_id)
         if last != cur:

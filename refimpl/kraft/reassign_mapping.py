@@ -1,21 +1,22 @@
-"""THE mapping from the reassignment refimpl's state to the variables of spec/KRaftReassign.tla.
+"""THE mapping from the reassignment refimpl's state to the variables of spec/KRaftReassign.tla
+(the contract of issue 12 between the spec and the refimpl).
 
-It extends refimpl/kraft/spec_mapping.py (spec/KRaft.tla): the same per-replica variables,
-messages and history, plus what KIP-642 adds (see the contract of issue 12 and the spec):
+It extends refimpl/kraft/spec_mapping.py (spec/KRaft.tla): the same variables, messages and
+history, plus what KIP-642 adds:
 
 * log records: a VoterAssignment control record is
-  [epoch |-> e, value |-> VoterAssignment, voters |-> CurrentVoters, target |-> TargetVoters]
-  (TargetVoters null is the empty set: a reassignment to no voter is never accepted);
-  client and LeaderChange records keep KRaft.tla's [epoch, value];
-* followerEndOffset is a function over every replica (voters change), -1 for a non-voter;
-* the quorum-state file's voters and applied offset (`qsVoters`, `qsApplied`), what a restart
-  recovers from;
-* the ghost map epoch -> leader (`ghostLeaders`, every epoch ever led);
-* the Fetch request's isFollower flag and the NOT_FOLLOWER error.
+  [epoch |-> e, value |-> "VoterAssignment", currentVoters |-> S, targetVoters |-> T]
+  (value is a STRING; T = {} is the draft's TargetVoters = null); client and LeaderChange
+  records keep KRaft.tla's [epoch, value];
+* followerEndOffset is a function over every replica (voters change); the leader tracks its
+  voters and its TargetVoters, -1 elsewhere;
+* voterSet: the voter set each replica acts on; quorumState: the persisted [offset, voters]
+  (offset = 1-based index of the committed VoterAssignment, 0 = the bootstrap voters);
+  ghostLeaders: epoch (1..MaxEpoch) -> every replica that ever led it;
+* the admin client's AlterPartitionReassignments request / response (src / dest `admin`) and
+  the NOT_FOLLOWER Fetch error (a NONE response in every other field).
 
-Action names: the refimpl's KIP-642 steps are AlterQuorum (the admin request), AddVoter,
-RemoveVoter, CompleteReassignment (TargetVoters cleared) and ResignForRemoval (the leader as the
-last RemovingVoter), each named as the spec names them (ACTION_NAMES).
+Action names (ACTION_NAMES): the refimpl's KIP-642 steps are named as the spec names them.
 """
 
 from __future__ import annotations
@@ -25,30 +26,36 @@ from typing import Any, Mapping
 from kraftcheck.values import Fn, canonical, to_itf
 from refimpl.kraft import spec_mapping as km
 from refimpl.kraft.log import Record, VoterAssignment
-from refimpl.kraft.messages import FetchRequest, FetchResponse
-from refimpl.kraft.state import QUORUM_STATE, NodeState, Role
+from refimpl.kraft.messages import (
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, Errors, FetchResponse,
+)
+from refimpl.kraft.state import NodeState, Role
 from refimpl.sim.bounds import Bounds, BoundsError
 from refimpl.sim.protocol import Envelope, World, dumps
 
 __all__ = ["SPEC_MODULE", "VARIABLES", "ACTION_NAMES", "EXTRA_MODEL_VALUES", "History",
            "project", "message_value", "params_json", "record_plain", "targets_from_cfg",
-           "VOTER_ASSIGNMENT"]
+           "VOTER_ASSIGNMENT", "ADMIN"]
 
-SPEC_MODULE = "KRaftReassign"
-VOTER_ASSIGNMENT = "VoterAssignment"   # model value: the value of a VoterAssignment record
-EXTRA_MODEL_VALUES = (VOTER_ASSIGNMENT,)
+SPEC_MODULE = "MCKRaftReassign"
+VOTER_ASSIGNMENT = "VoterAssignment"   # a STRING: the value of a VoterAssignment record
+ADMIN = "admin"                        # model value: the admin client (CONSTANT Admin)
+EXTRA_MODEL_VALUES = (ADMIN,)
 
-PER_NODE_VARIABLES = km.PER_NODE_VARIABLES + ("qsVoters", "qsApplied")
+PER_NODE_VARIABLES = km.PER_NODE_VARIABLES + ("voterSet", "quorumState")
 GLOBAL_VARIABLES = km.GLOBAL_VARIABLES + ("ghostLeaders",)
-VARIABLES = PER_NODE_VARIABLES + GLOBAL_VARIABLES
+VARIABLES = km.VARIABLES + ("voterSet", "quorumState", "ghostLeaders")
 
 ACTION_NAMES: dict[str, str] = {
     **km.ACTION_NAMES,
-    "AlterQuorum": "AlterQuorum",
+    "SendAlterPartitionReassignments": "SendAlterPartitionReassignments",
+    "HandleAlterPartitionReassignmentsRequest": "ReceiveAlterPartitionReassignmentsRequest",
+    "HandleAlterPartitionReassignmentsResponse": "ReceiveAlterPartitionReassignmentsResponse",
     "AddVoter": "AddVoter",
     "RemoveVoter": "RemoveVoter",
     "CompleteReassignment": "CompleteReassignment",
-    "ResignForRemoval": "ResignForRemoval",
+    "ResignAsLastRemovingVoter": "ResignAsLastRemovingVoter",
+    "UpdateHighWatermark": "UpdateHighWatermark",
 }
 
 
@@ -56,66 +63,86 @@ def record_plain(r: Record) -> dict:
     c = r.control
     if isinstance(c, VoterAssignment):
         return {"epoch": r.epoch, "value": VOTER_ASSIGNMENT,
-                "voters": frozenset(c.current_voters),
-                "target": frozenset(c.target_voters or ())}
+                "currentVoters": frozenset(c.current_voters),
+                "targetVoters": frozenset(c.target_voters or ())}
     return km._record_plain(r)
 
 
-def node_values(s: NodeState, nodes: tuple[str, ...], disk: Mapping[str, Any],
-                bootstrap: tuple[str, ...]) -> dict:
+def node_values(s: NodeState, nodes: tuple[str, ...], bootstrap: tuple[str, ...]) -> dict:
     d = km.node_values(s, nodes)
     d["log"] = tuple(Fn(record_plain(r)) for r in s.log)
-    voters = s.voter_set or bootstrap
-    feo = s.follower_end_offset
-    d["followerEndOffset"] = Fn({v: feo.get(v, -1) if v in voters else -1 for v in nodes})
-    qs = disk.get(QUORUM_STATE)
-    d["qsVoters"] = frozenset(qs.current_voters if qs is not None and qs.current_voters
-                              else bootstrap)
-    d["qsApplied"] = qs.applied_offset if qs is not None else 0
+    d["voterSet"] = frozenset(s.voter_set if s.voter_set is not None else bootstrap)
+    d["quorumState"] = Fn({"offset": s.qs_offset,
+                           "voters": frozenset(s.qs_voters if s.qs_voters is not None
+                                               else bootstrap)})
     return d
 
 
 def message_fields(env: Envelope) -> dict:
-    d = km.message_fields(env)
     m = env.payload
-    if isinstance(m, FetchRequest):
-        d["isFollower"] = m.is_follower
-    elif isinstance(m, FetchResponse):
+    if isinstance(m, AlterPartitionReassignmentsRequest):
+        return {"type": "AlterPartitionReassignmentsRequest", "src": env.src, "dest": env.dst,
+                "targetVoters": sorted(m.target_voters)}
+    if isinstance(m, AlterPartitionReassignmentsResponse):
+        return {"type": "AlterPartitionReassignmentsResponse", "src": env.src, "dest": env.dst,
+                "targetVoters": sorted(m.target_voters), "error": m.error.value,
+                "leaderId": km._id(m.leader_id)}
+    d = km.message_fields(env)
+    if isinstance(m, FetchResponse):
         d["records"] = [record_plain(r) for r in m.records]
+        if m.error is Errors.NOT_FOLLOWER:   # a NONE response in every other field
+            d.update(fetchOffset=m.fetch_offset, lastFetchedEpoch=m.last_fetched_epoch)
     return d
 
 
+def _canonical_message(d: dict) -> Fn:
+    """Sets of ids as sets (JSON lists are sequences otherwise)."""
+    out = dict(d)
+    if "targetVoters" in out:
+        out["targetVoters"] = frozenset(out["targetVoters"])
+    if "records" in out:
+        out["records"] = [Fn({k: (frozenset(v) if k in ("currentVoters", "targetVoters") else v)
+                              for k, v in r.items()}) for r in out["records"]]
+    return canonical(out)
+
+
 def message_value(env: Envelope) -> Fn:
-    return canonical(message_fields(env))
+    return _canonical_message(message_fields(env))
 
 
 class History(km.History):
-    """KRaft's history variables plus ghostLeaders: epoch -> the replica that led it."""
+    """KRaft's history variables plus ghostLeaders: epoch -> every replica that ever led it,
+    over 1..MaxEpoch (unbounded runs: 1..the largest epoch reached)."""
 
-    def __init__(self, cluster_of):
+    def __init__(self, cluster_of, max_epoch: int | None = None):
         super().__init__(cluster_of)
-        self.leaders: dict[int, str] = {}
+        self.max_epoch = max_epoch
+        self.leaders: dict[int, frozenset] = {}
+        self.top_epoch = max_epoch or 0
 
     def after_step(self, world: World, node: str | None, action: str) -> None:
         super().after_step(world, node, action)
         if node is None:
             return
         s: NodeState = world.states[node]
-        if s.role is Role.LEADER and s.epoch not in self.leaders:
-            self.leaders[s.epoch] = node
+        if s.epoch > self.top_epoch:
+            self.top_epoch = s.epoch
+            self.version += 1
+        if s.role is Role.LEADER and node not in self.leaders.get(s.epoch, frozenset()):
+            self.leaders[s.epoch] = self.leaders.get(s.epoch, frozenset()) | {node}
             self.version += 1
 
     def values(self) -> dict:
         v = super().values()
         v["ghostCommitted"] = tuple(Fn({"entry": Fn(record_plain(r)), "epoch": e})
                                     for r, e in self.ghost_committed)
-        v["ghostLeaders"] = Fn(dict(self.leaders))
+        v["ghostLeaders"] = Fn({e: self.leaders.get(e, frozenset())
+                                for e in range(1, self.top_epoch + 1)})
         return v
 
 
 def project(world: World, nodes: tuple[str, ...], bootstrap: tuple[str, ...]) -> dict:
-    per = {n: node_values(world.states[n], nodes, world.disks.get(n, {}), bootstrap)
-           for n in nodes}
+    per = {n: node_values(world.states[n], nodes, bootstrap) for n in nodes}
     out = {v: Fn({n: per[n][v] for n in nodes}) for v in PER_NODE_VARIABLES}
     counts: dict = {}
     for env, copies in world.in_flight.values():
@@ -127,9 +154,7 @@ def project(world: World, nodes: tuple[str, ...], bootstrap: tuple[str, ...]) ->
 
 
 def params_json(params: Mapping[str, Any], env: Envelope | None = None) -> str:
-    d = {k: to_itf(canonical(v)) for k, v in params.items() if v is not None}
-    if "target" in params and params["target"] is None:
-        d["target"] = to_itf(canonical(frozenset()))
+    d = {k: to_itf(canonical(v)) for k, v in params.items()}
     if env is not None:
         d["msg"] = to_itf(message_value(env))
     return dumps(d)

@@ -9,14 +9,18 @@
 * the quorum-state file persisting only the COMMITTED voters with the offset after their record
   (draft "Changes to Quorum State": AppliedOffset), a restart scanning forward from it (draft
   "Bootstrapping Procedure" step 1);
-* the admin request as an input: `alter_quorum` (AlterPartitionReassignments / the early
-  revision's AlterQuorum): NOT_LEADER elsewhere, a new request replacing a pending one, a null
-  target cancelling (draft "AlterPartitionReassignments Request Handling");
+* the admin request (AlterPartitionReassignments / the early revision's AlterQuorum) as a
+  message from the admin client: NOT_LEADER_OR_FOLLOWER elsewhere, a new target replacing a
+  pending one (resubmitting the current voters cancels), NONE once committed (draft
+  "AlterPartitionReassignments Request Handling");
 * the leader's single-member changes (`reassign_step`, fired by the `reassign` timer whenever
   one may be enabled): each appended only once the previous one is committed and once the
   leader has committed a record of its own epoch; a NewVoter only once caught up as an observer
-  (its last FetchOffset reached the leader's HWM, draft "Observer Promotion"); a leader that is
+  (the end offset the leader tracks for it, as for every TargetVoter, reached the leader's
+  HWM, draft "Observer Promotion"); a leader that is
   the last RemovingVoter resigns with EndQuorumEpoch and stays a voter (draft step 6.2);
+* the leader's HWM recomputed in its own step (`update-hwm` timer, spec UpdateHighWatermark)
+  when an append or a removal lets it grow without a Fetch (a single-voter quorum);
 * NOT_FOLLOWER on Fetch from a replica whose removal is committed (draft step 5; early revision
   "FetchQuorumRecords" step 4 and "New Error Codes"), with the fetched data still valid;
 * voters rejecting a VoteRequest from a non-voter and then becoming candidates (draft: "when a
@@ -30,9 +34,13 @@ from __future__ import annotations
 import dataclasses
 
 from refimpl.bugs import bug_enabled
+from refimpl.kraft import rules
 from refimpl.kraft.log import Record, VoterAssignment
-from refimpl.kraft.messages import Errors, FetchRequest, FetchResponse, VoteRequest, VoteResponse
-from refimpl.kraft.node import BECOME_LEADER, RESEND, KRaftNode
+from refimpl.kraft.messages import (
+    AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, Errors,
+    FetchRequest, FetchResponse, VoteRequest, VoteResponse,
+)
+from refimpl.kraft.node import RESEND, KRaftNode
 from refimpl.kraft.quorum import is_majority
 from refimpl.kraft.reassign import (
     ChangeKind, committed_voters, latest_assignment, next_change, sorted_ids, target_from_log,
@@ -41,9 +49,10 @@ from refimpl.kraft.reassign import (
 from refimpl.kraft.state import LOG, QUORUM_STATE, NodeState, QuorumStateFile, Role, replace
 from refimpl.sim.protocol import Persist, SetTimer, Transition
 
-__all__ = ["ReassignNode", "REASSIGN"]
+__all__ = ["ReassignNode", "REASSIGN", "UPDATE_HWM"]
 
-REASSIGN = "reassign"   # the leader's next single-member change may be enabled
+REASSIGN = "reassign"       # the leader's next single-member change may be enabled
+UPDATE_HWM = "update-hwm"   # the leader's HWM may grow without a Fetch
 
 
 class ReassignNode(KRaftNode):
@@ -51,6 +60,7 @@ class ReassignNode(KRaftNode):
 
     def __init__(self, config, bug: str | None = None, **kw):
         super().__init__(config, bug, **kw)
+        self.inline_single_voter_hwm = False
         self.bug_before_epoch_commit = bug_enabled(bug, "reassign-before-epoch-commit")   # (a)
         self.bug_two_in_flight = bug_enabled(bug, "reassign-two-changes-in-flight")       # (b)
         self.bug_acts_on_commit = bug_enabled(bug, "reassign-follower-acts-on-commit")    # (c)
@@ -58,6 +68,10 @@ class ReassignNode(KRaftNode):
         self.bug_persist_uncommitted = bug_enabled(bug, "reassign-persists-uncommitted")  # (e)
         self.bug_vote_non_voter = bug_enabled(bug, "reassign-votes-for-non-voter")        # (f)
         self.bug_target_majority = bug_enabled(bug, "reassign-majority-of-target")        # (g)
+
+    def initial_state(self, node_id: str, cluster_id: str | None = None) -> NodeState:
+        return replace(super().initial_state(node_id, cluster_id), voter_set=self.voters,
+                       qs_voters=self.voters, qs_offset=0)
 
     # ------------------------------------------------------------------ the voter set
 
@@ -70,28 +84,22 @@ class ReassignNode(KRaftNode):
         return v if v is not None else self.derive_voters(s)
 
     def _persisted_voters(self, s: NodeState) -> tuple[str, ...]:
-        return self._persisted(s)[0]
-
-    def _persisted(self, s: NodeState) -> tuple[tuple[str, ...], int]:
-        """(CurrentVoters, AppliedOffset) the quorum-state file gets: the committed voters
-        (bug (e): the latest appended ones)."""
-        if self.bug_persist_uncommitted:
-            a = latest_assignment(s.log)
-            return (self.voters, 0) if a is None else (a[1].current_voters, a[0] + 1)
-        return committed_voters(s.log, s.high_watermark, self.voters)
+        return s.qs_voters if s.qs_voters is not None else self.voters
 
     def _qs(self, s: NodeState) -> Persist:
-        voters, applied = self._persisted(s)
         return Persist(QUORUM_STATE, s.quorum_state(
-            voters, persist_vote=not self.bug_vote_not_persisted, applied_offset=applied))
+            self._persisted_voters(s), persist_vote=not self.bug_vote_not_persisted,
+            applied_offset=s.qs_offset))
 
     def _restore(self, s: NodeState, qs: QuorumStateFile | None) -> NodeState:
         """Draft "Bootstrapping Procedure" step 1: the quorum-state file's voters, then a
         forward scan of the log from its AppliedOffset."""
         if qs is None:
-            return replace(s, voter_set=voters_from_log(s.log, self.voters))
+            return replace(s, voter_set=voters_from_log(s.log, self.voters),
+                           qs_voters=self.voters, qs_offset=0)
         base = tuple(qs.current_voters) or self.voters
-        return replace(s, voter_set=voters_from_log(s.log, base, qs.applied_offset))
+        return replace(s, voter_set=voters_from_log(s.log, base, qs.applied_offset),
+                       qs_voters=base, qs_offset=qs.applied_offset)
 
     def _updated_voters(self, prev: NodeState, new: NodeState) -> tuple[str, ...]:
         if self.bug_acts_on_commit and new.role is not Role.LEADER:
@@ -100,20 +108,27 @@ class ReassignNode(KRaftNode):
         if self.bug_no_revert and prev.voter_set is not None:
             # (d) the cache is only updated from the records appended, never reverted
             n = len(prev.log)
-            if new.log[:n] == prev.log:
-                return voters_from_log(new.log, prev.voter_set, n)
             keep = 0
-            while keep < min(n, len(new.log)) and new.log[keep] == prev.log[keep]:
+            while keep < min(n, len(new.log)) and new.log[keep] is prev.log[keep]:
                 keep += 1
             return voters_from_log(new.log, prev.voter_set, keep)
         return self.derive_voters(new)
+
+    def _persist_due(self, s: NodeState) -> tuple[tuple[str, ...], int] | None:
+        """(voters, offset) the quorum-state must now hold, when newer than what it holds: the
+        latest VoterAssignment the HWM passed (bug (e): the latest appended)."""
+        end = len(s.log) if self.bug_persist_uncommitted else s.high_watermark
+        a = latest_assignment(s.log, s.qs_offset, end)
+        if a is None:
+            return None
+        return a[1].current_voters, a[0] + 1
 
     # ------------------------------------------------------------------ every transition
 
     def _finish(self, prev: NodeState, t: Transition | None) -> Transition | None:
         """Recompute the voter set after the transition, adjust the timers of a replica that
-        became (or stopped being) a voter, persist a newly committed voter set, recompute the
-        HWM of a single-voter leader, and arm the leader's `reassign` timer."""
+        became (or stopped being) a voter, persist a newly committed voter set, and arm the
+        leader's `reassign` / `update-hwm` timers when those steps may be enabled."""
         if t is None or t.state is None:
             return t
         new: NodeState = t.state
@@ -133,22 +148,17 @@ class ReassignNode(KRaftNode):
             # promoted to voter (election timer) or removed (observer: no election timer)
             timers = timers + self._role_timers(new)
         if new.role is Role.LEADER and new_voters != old_voters:
-            if len(new_voters) == 1:
-                hwm = self._leader_hwm(new)
-                if hwm > new.high_watermark:
-                    new = replace(new, high_watermark=hwm)
-                    new, cid = self._cache_cluster_id(new)
-                    persist = persist + cid
             timers = timers + (SetTimer(RESEND, 0),)   # BeginQuorumEpoch to new voters
-        if new.role is Role.CANDIDATE and is_majority(new.votes_granted, new_voters) and \
-                not is_majority(new.votes_granted, old_voters):
-            timers = timers + (SetTimer(BECOME_LEADER, 0),)
-        if changed_log and not any(p.key == QUORUM_STATE for p in persist):
-            before, after = self._persisted(prev), self._persisted(new)
-            if before != after:
-                persist = persist + (self._qs(new),)
-        if new.role is Role.LEADER and self._reassign_change(new) is not None:
-            timers = timers + (SetTimer(REASSIGN, 0),)
+        if changed_log:
+            due = self._persist_due(new)
+            if due is not None:
+                new = replace(new, qs_voters=due[0], qs_offset=due[1])
+                persist = tuple(p for p in persist if p.key != QUORUM_STATE) + (self._qs(new),)
+        if new.role is Role.LEADER:
+            if self._reassign_change(new) is not None:
+                timers = timers + (SetTimer(REASSIGN, 0),)
+            if self._leader_hwm(new) > new.high_watermark:
+                timers = timers + (SetTimer(UPDATE_HWM, 0),)
         if new is t.state and timers is t.timers and persist is t.persist:
             return t
         return dataclasses.replace(t, state=new, timers=timers, persist=persist)
@@ -167,10 +177,12 @@ class ReassignNode(KRaftNode):
         return self._finish(s, super().handle_message(s, src, msg))
 
     def handle_timer(self, s: NodeState, timer: str) -> Transition | None:
+        if s.role is Role.SHUTDOWN:
+            return None
         if timer == REASSIGN:
-            if s.role is Role.SHUTDOWN:
-                return None
             return self._finish(s, self.reassign_step(s))
+        if timer == UPDATE_HWM:
+            return self._finish(s, self.update_high_watermark(s))
         return self._finish(s, super().handle_timer(s, timer))
 
     def client_append(self, s: NodeState, value: str) -> Transition | None:
@@ -179,7 +191,30 @@ class ReassignNode(KRaftNode):
     def resign(self, s: NodeState) -> Transition | None:
         return self._finish(s, super().resign(s))
 
-    # ------------------------------------------------------------------ AlterQuorum
+    def start_election(self, s: NodeState, action: str = "Timeout",
+                       epoch: int | None = None) -> Transition | None:
+        """KIP-595 "Vote"; a replica whose own vote is a majority of its voter set (a quorum
+        of one, e.g. the bootstrap example's single node) takes office in the same step."""
+        t = super().start_election(s, action, epoch)
+        if t is None or not is_majority(t.state.votes_granted, self._voters(t.state)):
+            return t
+        won = self.become_leader(t.state, action)
+        return dataclasses.replace(won, persist=t.persist + won.persist, split_sends=None,
+                                   sends=())
+
+    def update_high_watermark(self, s: NodeState) -> Transition | None:
+        """The leader recomputes its HWM from the end offsets it tracks and its own log end
+        (spec UpdateHighWatermark; Kafka does it on its own appends): a quorum of one, or a
+        smaller majority after a removal.  Enabled only when the HWM grows."""
+        if s.role is not Role.LEADER:
+            return None
+        hwm = self._leader_hwm(s)
+        if hwm <= s.high_watermark:
+            return None
+        new, persist = self._cache_cluster_id(replace(s, high_watermark=hwm))
+        return Transition(new, "UpdateHighWatermark", {"node": s.node_id}, persist=persist)
+
+    # ------------------------------------------------------------------ AlterPartitionReassignments
 
     @staticmethod
     def _cluster(s: NodeState) -> str:
@@ -192,57 +227,69 @@ class ReassignNode(KRaftNode):
 
     def _append(self, s: NodeState, rec: VoterAssignment, action: str, params: dict) -> Transition:
         log = s.log + (Record(s.epoch, control=rec),)
-        new = replace(s, log=log)
-        return Transition(new, action, params, persist=(Persist(LOG, log),))
+        return Transition(replace(s, log=log), action, params, persist=(Persist(LOG, log),))
 
-    def alter_quorum(self, s: NodeState, target: tuple[str, ...] | None) -> Transition | None:
-        """KIP-642 draft "AlterPartitionReassignments Request Handling" (early revision:
-        AlterQuorum): only the leader accepts (else NOT_LEADER_FOR_PARTITION: no step); a
-        target equal to the latest assignment's needs no record (the request waits for its
-        commit); otherwise a VoterAssignment with the current voters as CurrentVoters and the
-        request's replicas as TargetVoters is appended ("Reassignment Algorithm" step 1),
-        replacing a pending target; a null target cancels.  An empty target is rejected."""
+    def _on_alter_reassignments(self, s: NodeState, src: str,
+                                m: AlterPartitionReassignmentsRequest) -> Transition:
+        """KIP-642 draft "AlterPartitionReassignments Request Handling" steps 1-4 (early
+        revision: AlterQuorum): not the leader -> NOT_LEADER_OR_FOLLOWER (the draft's
+        NOT_LEADER_FOR_PARTITION) with the leader it knows; the effective target (the pending
+        TargetVoters, else the current voters) requested again -> NONE once the latest
+        assignment is committed, else no answer yet (the admin retries); a different target ->
+        append VoterAssignment(CurrentVoters = its voters, TargetVoters = target), replacing a
+        pending one, and answer once it is committed (the admin retries)."""
+        target = sorted_ids(m.target_voters)
+
+        def reply(err: Errors) -> Transition:
+            r = AlterPartitionReassignmentsResponse(err, m.target_voters, s.leader_id)
+            return self._same(s, "HandleAlterPartitionReassignmentsRequest",
+                              [self._send(s, src, r)])
+
         if s.role is not Role.LEADER:
-            return None
-        if target is not None:
-            target = sorted_ids(target)
-            if not target:
-                return None
-        if target == target_from_log(s.log):
-            return None
+            return reply(Errors.NOT_LEADER_OR_FOLLOWER)
+        pending = target_from_log(s.log)
         cur = self._voters(s)
-        if target is not None and target == cur and target_from_log(s.log) is None:
-            return None
+        effective = pending if pending else cur
+        if target == tuple(effective):
+            a = latest_assignment(s.log)
+            if a is None or a[0] < s.high_watermark:
+                return reply(Errors.NONE)
+            return self._same(s, "HandleAlterPartitionReassignmentsRequest")
         rec = VoterAssignment(self._cluster(s), cur, target)
-        params = {"node": s.node_id, "target": frozenset(target) if target is not None else None}
-        return self._finish(s, self._append(s, rec, "AlterQuorum", params))
+        return self._append(s, rec, "HandleAlterPartitionReassignmentsRequest",
+                            {"node": s.node_id})
+
+    def _on_alter_reassignments_response(self, s: NodeState, src: str, m) -> Transition:
+        return self._same(s, "HandleAlterPartitionReassignmentsResponse")
 
     # ------------------------------------------------------------------ the leader's steps
 
-    def _may_change(self, s: NodeState) -> bool:
-        """A membership change may be appended: the previous assignment is committed (bug (b)
-        skips this) and the leader has committed a record of its own epoch (bug (a) skips
-        this: Raft's single-server change bug)."""
-        if not self.bug_before_epoch_commit and s.high_watermark <= s.epoch_start_offset:
-            return False
-        if not self.bug_two_in_flight:
-            a = latest_assignment(s.log)
-            if a is not None and a[0] >= s.high_watermark:
-                return False
-        return True
+    def _rule_a(self, s: NodeState) -> bool:
+        """The leader has committed a record of its own epoch (Raft's single-server change
+        rule; bug (a) skips it)."""
+        return self.bug_before_epoch_commit or (
+            s.high_watermark > 0 and s.log[s.high_watermark - 1].epoch == s.epoch)
+
+    def _rule_b(self, s: NodeState) -> bool:
+        """The leader's latest VoterAssignment is committed (bug (b) skips it)."""
+        if self.bug_two_in_flight:
+            return True
+        a = latest_assignment(s.log)
+        return a is None or a[0] < s.high_watermark
 
     def caught_up(self, s: NodeState) -> frozenset:
-        """Observers whose last FetchOffset reached the leader's HWM (draft "Observer
-        Promotion")."""
-        voters = self._voters(s)
-        return frozenset(r for r, off in s.last_fetch_offset.items()
-                         if r not in voters and off >= s.high_watermark)
+        """Replicas whose tracked end offset reached the leader's HWM (draft "Observer
+        Promotion"; the leader tracks every TargetVoter's fetches)."""
+        feo = s.follower_end_offset
+        return frozenset(r for r in feo if feo[r] >= s.high_watermark)
 
     def _reassign_change(self, s: NodeState):
-        if s.role is not Role.LEADER or not self._may_change(s):
+        if s.role is not Role.LEADER or not self._rule_b(s):
             return None
         ch = next_change(self._voters(s), target_from_log(s.log), s.node_id, self.caught_up(s))
         if ch is None or ch.kind is ChangeKind.WAIT:
+            return None
+        if ch.kind in (ChangeKind.ADD, ChangeKind.REMOVE) and not self._rule_a(s):
             return None
         return ch
 
@@ -255,97 +302,109 @@ class ReassignNode(KRaftNode):
         cur = self._voters(s)
         if ch.kind is ChangeKind.RESIGN:
             t = KRaftNode.resign(self, s)
-            return None if t is None else dataclasses.replace(t, action="ResignForRemoval")
+            if t is None:
+                return None
+            return dataclasses.replace(t, action="ResignAsLastRemovingVoter",
+                                       timers=self._role_timers(t.state))
         target = target_from_log(s.log)
         if ch.kind is ChangeKind.CLEAR:
-            rec = VoterAssignment(self._cluster(s), cur, None)
+            rec = VoterAssignment(self._cluster(s), cur, ())
             return self._append(s, rec, "CompleteReassignment", {"node": s.node_id})
         rec = VoterAssignment(self._cluster(s), ch.voters_after(cur), target)
-        action = "AddVoter" if ch.kind is ChangeKind.ADD else "RemoveVoter"
-        return self._append(s, rec, action, {"node": s.node_id, "voter": ch.voter})
+        if ch.kind is ChangeKind.ADD:
+            return self._append(s, rec, "AddVoter", {"node": s.node_id, "nv": ch.voter})
+        return self._append(s, rec, "RemoveVoter", {"node": s.node_id, "rv": ch.voter})
 
-    def _leader_hwm(self, s: NodeState) -> int:
+    def _majority_voters(self, s: NodeState) -> tuple[str, ...]:
+        """The set whose majority the leader counts (spec MajorityVotersOf): its voters; bug
+        (g): the TargetVoters when a reassignment is pending."""
         if self.bug_target_majority:
             target = target_from_log(s.log)
-            if target is not None:
-                # (g) the majority counted over TargetVoters instead of CurrentVoters
-                return self._hwm_over(s, target)
-        return super()._leader_hwm(s)
+            if target:
+                return target
+        return self._voters(s)
 
-    def _hwm_over(self, s: NodeState, voters: tuple[str, ...]) -> int:
-        from refimpl.kraft import rules
-        offs = [len(s.log)] if s.node_id in voters else []
-        lfo = s.last_fetch_offset
+    def _leader_hwm(self, s: NodeState) -> int:
+        voters = self._majority_voters(s)
         feo = s.follower_end_offset
-        for v in voters:
-            if v != s.node_id:
-                offs.append(max(0, feo.get(v, lfo.get(v, -1))))
+        offs = [len(s.log) if v == s.node_id else max(0, feo.get(v, -1)) for v in voters]
         return rules.leader_high_watermark(offs, len(voters), s.epoch_start_offset,
-                                           s.high_watermark, check_current_epoch=True)
+                                           s.high_watermark,
+                                           check_current_epoch=not self.bug_hwm_epoch)
 
     # ------------------------------------------------------------------ Fetch and Vote
 
-    def send_fetch(self, s: NodeState) -> Transition | None:
-        t = super().send_fetch(s)
-        if t is None or not t.sends or not self._is_voter(s):
-            return t
-        env = t.sends[0]
-        req = dataclasses.replace(env.payload, is_follower=True)
-        return dataclasses.replace(t, sends=(dataclasses.replace(env, payload=req),))
-
     def _on_fetch_request(self, s: NodeState, src: str, m: FetchRequest) -> Transition:
-        """KIP-595 "FetchRequest Handling" plus the early revision's step 4: a Fetch flagged
-        IsFollower from a replica outside the leader's voters, once that removal is committed,
-        gets NOT_FOLLOWER; the fetched data stays valid."""
-        t = super()._on_fetch_request(s, src, m)
-        if not (m.is_follower and s.role is Role.LEADER and t.sends):
+        """KIP-595 "FetchRequest Handling"; the leader also tracks the end offset of a fetching
+        TargetVoter (draft: "the leader will begin tracking the fetch state of the target
+        voters"), and answers NOT_FOLLOWER, with the data still valid, to a former voter whose
+        removal is committed (draft step 5; early revision "FetchQuorumRecords" step 4)."""
+        t = KRaftNode._on_fetch_request(self, s, src, m)
+        if s.role is not Role.LEADER or m.current_leader_epoch != s.epoch or not t.sends:
             return t
         env = t.sends[0]
         r: FetchResponse = env.payload
-        committed = committed_voters(t.state.log, t.state.high_watermark, self.voters)[0]
-        if r.error is Errors.NONE and src not in self._voters(t.state) and src not in committed:
-            r = dataclasses.replace(r, error=Errors.NOT_FOLLOWER)
-            return dataclasses.replace(t, sends=(dataclasses.replace(env, payload=r),))
+        if r.error is not Errors.NONE or r.diverging_epoch is not None:
+            return t
+        new = t.state
+        voters = self._voters(new)
+        if src not in voters:
+            target = target_from_log(new.log) or ()
+            feo = new.follower_end_offset
+            if src in target and m.fetch_offset > feo.get(src, -1):
+                new = replace(new, follower_end_offset=feo.set(src, m.fetch_offset))
+                if self.bug_target_majority:
+                    new = replace(new, high_watermark=self._leader_hwm(new))
+                t = dataclasses.replace(t, state=new)
+            was_voter = src in self.voters or any(
+                isinstance(x.control, VoterAssignment) and src in x.control.current_voters
+                for x in new.log)
+            removed = src not in committed_voters(new.log, new.high_watermark, self.voters)[0]
+            if was_voter and removed:
+                r = dataclasses.replace(r, error=Errors.NOT_FOLLOWER,
+                                        high_watermark=new.high_watermark)
+                t = dataclasses.replace(t, sends=(dataclasses.replace(env, payload=r),))
         return t
 
     def _on_fetch_response(self, s: NodeState, src: str, m: FetchResponse) -> Transition:
-        """NOT_FOLLOWER is non-fatal and its records are valid: they are appended as for NONE
-        and the replica downgrades itself to an observer as its own log says (the removal
-        record reaches it with the data)."""
+        """NOT_FOLLOWER is non-fatal and its records are valid: handled as NONE; the replica
+        is an observer as its own log says (the removal record reaches it with the data)."""
         if m.error is Errors.NOT_FOLLOWER:
             m = dataclasses.replace(m, error=Errors.NONE)
-        return super()._on_fetch_response(s, src, m)
+        return KRaftNode._on_fetch_response(self, s, src, m)
 
     def _on_vote_request(self, s: NodeState, src: str, m: VoteRequest) -> Transition:
         """KIP-642 draft: "Voters must reject votes from non-voters ... when a voter receives a
-        VoteRequest from a non-voter, it must then become a candidate": the voter adopts the
-        request's epoch, rejects, and stands in the next epoch (its Vote requests follow as
-        SendVoteRequest steps).  Bug (f) grants the vote as if the candidate were a voter."""
+        VoteRequest from a non-voter, it must then become a candidate": the voter rejects and,
+        if its timers may fire and the epoch bound allows, stands in epoch m.epoch + 1 in the
+        same step (its Vote requests follow as SendVoteRequest steps).  Bug (f) grants the
+        vote as if the candidate were a voter."""
         voters = self._voters(s)
         if (m.candidate_id in voters or s.node_id not in voters
                 or self._cluster_check_fails(s, m.cluster_id) or m.candidate_epoch < s.epoch):
-            return super()._on_vote_request(s, src, m)
+            return KRaftNode._on_vote_request(self, s, src, m)
         if self.bug_vote_non_voter:
             widened = replace(s, voter_set=tuple(sorted(set(voters) | {m.candidate_id})))
-            t = super()._on_vote_request(widened, src, m)
+            t = KRaftNode._on_vote_request(self, widened, src, m)
             return dataclasses.replace(t, state=replace(t.state, voter_set=voters))
-        if self.max_epoch is not None and m.candidate_epoch >= self.max_epoch:
-            return super()._on_vote_request(s, src, m)
-        epoch = m.candidate_epoch + 1
-        new = self._clear(s, role=Role.CANDIDATE, epoch=epoch, leader_id=None,
-                          voted_id=s.node_id, votes_granted=frozenset((s.node_id,)),
-                          fetch_attempt=0)
+        if (s.node_id not in self.timeout_voters
+                or (self.max_epoch is not None and m.candidate_epoch >= self.max_epoch)):
+            return KRaftNode._on_vote_request(self, s, src, m)
         reply = self._send(s, src, VoteResponse(Errors.NONE, None, m.candidate_epoch, False))
-        timers = tuple(x for x in self._role_timers(new, s) if x.name != RESEND) + \
-            (SetTimer(RESEND, 0),)
-        return self._stepped(new, "HandleVoteRequest", [reply], timers=timers)
+        t = self.start_election(s, "HandleVoteRequest", m.candidate_epoch + 1)
+        return dataclasses.replace(t, sends=(reply,) + t.sends, split_sends=None) \
+            if t.split_sends is None else self._candidate_with_reply(t, reply)
 
-    def initial_state(self, node_id: str, cluster_id: str | None = None) -> NodeState:
-        return replace(super().initial_state(node_id, cluster_id), voter_set=self.voters)
+    def _candidate_with_reply(self, t: Transition, reply) -> Transition:
+        """The reply leaves in the step; the Vote requests in later SendVoteRequest steps."""
+        timers = tuple(x for x in t.timers if x.name != RESEND) + (SetTimer(RESEND, 0),)
+        return dataclasses.replace(t, sends=(reply,), split_sends=None, timers=timers)
 
     _handlers = {
         **KRaftNode._handlers,
         VoteRequest: _on_vote_request,
         FetchRequest: _on_fetch_request,
         FetchResponse: _on_fetch_response,
+        AlterPartitionReassignmentsRequest: _on_alter_reassignments,
+        AlterPartitionReassignmentsResponse: _on_alter_reassignments_response,
     }

@@ -84,6 +84,10 @@ class NodeState:
     # KIP-642 (refimpl/kraft/reassign_node.py): the voter set the replica acts on, derived
     # from its own log; None for KIP-595's static quorum.voters
     voter_set: tuple[str, ...] | None = None
+    # KIP-642 quorum-state CurrentVoters / AppliedOffset (1-based index of the committed
+    # VoterAssignment record, 0: the bootstrap voters); None for KIP-595
+    qs_voters: tuple[str, ...] | None = None
+    qs_offset: int = 0
 
     def quorum_state(self, voters: tuple[str, ...], persist_vote: bool = True,
                      applied_offset: int = 0) -> QuorumStateFile:
