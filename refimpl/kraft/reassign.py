@@ -58,8 +58,10 @@ def committed_voters(log: Log, hwm: int, base: tuple[str, ...]) -> tuple[tuple[s
 
 
 def target_from_log(log: Log) -> tuple[str, ...] | None:
+    """TargetVoters of the latest assignment; None when there is none or it is null (an
+    empty TargetVoters, the spec's NoTarget)."""
     a = latest_assignment(log)
-    return None if a is None else a[1].target_voters
+    return None if a is None else (a[1].target_voters or None)
 
 
 def symmetric_difference(a, b) -> int:

@@ -40,7 +40,7 @@ __all__ = ["ReassignAdapter", "ReassignWorkload"]
 class ReassignWorkload:
     """How often a client request is an admin reassignment, and the target sizes drawn."""
 
-    admin_share: float = 0.06      # share of client requests that are AlterQuorum
+    admin_share: float = 0.02      # share of client requests that are AlterQuorum
     to_leader: float = 0.8         # share of those sent to a leader (else to any replica)
     min_size: int = 1
     max_size: int = 4
@@ -53,14 +53,19 @@ class ReassignAdapter(KRaftAdapter):
 
     def __init__(self, bounds: KRaftBounds | None = None, bug: str | None = None,
                  workload: ReassignWorkload = ReassignWorkload(),
-                 observer_rediscovery: bool = True, targets: tuple | None = None):
+                 observer_rediscovery: bool = True, targets: tuple | None = None,
+                 fetch_max_records: int = 8):
         """`targets`: the admin requests' possible target sets (bounded runs: the config's
         reassignment targets); None draws random subsets of all replicas."""
         bounds = bounds or KRaftBounds(voters=("n1", "n2", "n3"), observers=("n4", "n5"),
                                        values=("v1", "v2"))
         nodes = bounds.voters + bounds.observers
         bounds = replace(bounds, timeout_voters=bounds.timeout_voters or nodes)
-        cfg = QuorumConfig(voters=bounds.voters, fetch_max_records=1, request_timeout_ms=400)
+        # unbounded runs fetch up to 8 records at a time, so followers and the observers to be
+        # promoted can catch up with the chaos profiles' client load; bounded runs one, as the
+        # spec's FetchResponse carries
+        cfg = QuorumConfig(voters=bounds.voters, fetch_max_records=fetch_max_records,
+                           request_timeout_ms=400)
         super().__init__(bounds, bug, config=cfg, observer_rediscovery=observer_rediscovery)
         self.node = ReassignNode(cfg, bug, max_epoch=bounds.max_epoch,
                                  timeout_voters=nodes, observer_rediscovery=observer_rediscovery)
@@ -74,7 +79,8 @@ class ReassignAdapter(KRaftAdapter):
         if bounds is None:
             return cls(None, bug)
         kb = KRaftBounds.from_cfg(bounds)
-        return cls(kb, bug, observer_rediscovery=False, targets=rm.targets_from_cfg(bounds, kb))
+        return cls(kb, bug, observer_rediscovery=False, targets=rm.targets_from_cfg(bounds, kb),
+                   fetch_max_records=1)
 
     # ---- static facts
     def model_values(self) -> tuple[str, ...]:
