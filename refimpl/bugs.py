@@ -203,25 +203,25 @@ _BUGS += [
         "reassign-before-epoch-commit", "reassign",
         "(a) The leader appends a membership change before it has committed a record of its "
         "own epoch (Raft's single-server membership-change bug).",
-        ("AtMostOneLeaderPerEpoch", "NoCommittedRecordLost", "LeaderCompleteness"),
+        ("ElectionSafety", "NoCommittedRecordLost", "LeaderCompleteness"),
         spec_switch="BugChangeBeforeEpochCommit"),
     PlantedBug(
         "reassign-two-changes-in-flight", "reassign",
         "(b) The leader appends the next single-member change before the previous one is "
         "committed (KIP-642 draft 'Reassignment Algorithm' step 4).",
-        ("SingleMemberChange",),
+        ("SingleMemberChanges", "LeaderCompleteness"),
         spec_switch="BugTwoChangesInFlight"),
     PlantedBug(
         "reassign-follower-acts-on-commit", "reassign",
         "(c) A follower acts on a VoterAssignment only once it is committed instead of as "
         "soon as it is appended (the draft's step 4).",
-        ("VotersFromOwnLog",),
+        ("VoterSetFollowsLog",),
         spec_switch="BugActOnCommit"),
     PlantedBug(
         "reassign-no-revert-on-truncation", "reassign",
         "(d) The voter set is updated from appended records only and not reverted when a "
         "VoterAssignment record is truncated (the draft's 'main subtlety').",
-        ("VotersFromOwnLog",),
+        ("VoterSetFollowsLog",),
         spec_switch="BugNoRevertOnTruncate"),
     PlantedBug(
         "reassign-persists-uncommitted", "reassign",

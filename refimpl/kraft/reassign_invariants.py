@@ -1,18 +1,22 @@
 """Online invariants of KIP-642 reassignment, checked by the simulator after every step.
 
+Names are spec/KRaftReassign.tla's where the spec has the invariant (ElectionSafety,
+SingleMemberChanges, VoterSetFollowsLog); CommittedOnVoterMajority, QuorumStateHoldsCommittedVoters
+and NoVoteForNonVoter are the refimpl's own (the spec checks the same rules through its state).
+
 `ReassignMonitor` keeps KIP-595's checks (refimpl/kraft/invariants.py) with the majorities taken
 over the voter set of the replica concerned (not a fixed quorum.voters), and adds:
 
-  AtMostOneLeaderPerEpoch      historical: a ghost map epoch -> leader; a second replica ever
+  ElectionSafety               historical: a ghost map epoch -> leader; a second replica ever
                                leading an epoch is a violation (not only two at the same time)
   CommittedOnVoterMajority     a record is committed only once a majority of the committing
                                leader's voter set holds it (a removed replica, an observer or a
                                TargetVoter never counts)
-  VotersFromOwnLog             every replica acts on the voter set of its own log: CurrentVoters
+  VoterSetFollowsLog             every replica acts on the voter set of its own log: CurrentVoters
                                of the latest VoterAssignment it has appended (committed or not),
                                else the bootstrap voters (spec VotersOf; KIP-642 draft step 4 and
                                the "main subtlety")
-  SingleMemberChange           a leader appends a VoterAssignment only when its CurrentVoters
+  SingleMemberChanges           a leader appends a VoterAssignment only when its CurrentVoters
                                differ by at most one member from the voters committed in its log
   QuorumStateHoldsCommittedVoters  the quorum-state file's CurrentVoters is a committed
                                configuration (or the bootstrap voters)
@@ -31,7 +35,7 @@ from refimpl.sim.protocol import Violation, World
 __all__ = ["ReassignMonitor", "INVARIANTS", "CHANGE_ACTIONS"]
 
 INVARIANTS = KRAFT_INVARIANTS + (
-    "CommittedOnVoterMajority", "VotersFromOwnLog", "SingleMemberChange",
+    "ElectionSafety", "CommittedOnVoterMajority", "VoterSetFollowsLog", "SingleMemberChanges",
     "QuorumStateHoldsCommittedVoters", "NoVoteForNonVoter",
 )
 
@@ -100,7 +104,7 @@ class ReassignMonitor(KRaftMonitor):
         if s.role is Role.LEADER:
             first = self.leader_of.setdefault(s.epoch, node)
             if first != node:
-                out.append(Violation("AtMostOneLeaderPerEpoch",
+                out.append(Violation("ElectionSafety",
                                      f"{first} and {node} both led epoch {s.epoch}"))
         want = voters_from_log(s.log, self.bootstrap)
         if s.qs_voters is not None and hist is not None:
@@ -109,13 +113,13 @@ class ReassignMonitor(KRaftMonitor):
                                      f"{node}'s quorum-state holds voters {list(s.qs_voters)}, "
                                      "never committed"))
         if s.voter_set is not None and s.voter_set != want:
-            out.append(Violation("VotersFromOwnLog",
+            out.append(Violation("VoterSetFollowsLog",
                                  f"{node} acts on voters {list(s.voter_set)} but its log says "
                                  f"{list(want)}"))
         if s.role is Role.LEADER and action in self._change_actions:
             done = committed_voters(s.log, s.high_watermark, self.bootstrap)[0]
             if symmetric_difference(want, done) > 1:
-                out.append(Violation("SingleMemberChange",
+                out.append(Violation("SingleMemberChanges",
                                      f"{node} appended voters {list(want)} while {list(done)} "
                                      "is the latest committed voter set"))
         last = self._voted.get(node)
