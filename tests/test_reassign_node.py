@@ -181,7 +181,7 @@ def test_voter_rejects_a_non_voter_candidate_and_stands_itself():
     t = N.handle_message(s, "n4", VoteRequest("c", 3, "n4", 1, 1))
     reply = [e for e in t.sends if e.dst == "n4"][0].payload
     assert reply.vote_granted is False and reply.leader_epoch == 3
-    assert t.state.role is Role.CANDIDATE and t.state.epoch == 4
+    assert t.state.role is Role.CANDIDATE and t.state.epoch == 3     # the request's epoch
     assert t.action == "HandleVoteRequest"
 
 

@@ -23,7 +23,7 @@ def test_same_seed_gives_a_byte_identical_trace():
     a, b = run(3, trace=True, steps=600), run(3, trace=True, steps=600)
     assert a.text() == b.text()
     head = json.loads(a.lines[0])
-    assert head["protocol"] == "reassign" and head["spec_module"] == "MCKRaftReassign"
+    assert head["protocol"] == "reassign" and head["spec_module"] == "KRaftReassign"
     assert {"voterSet", "quorumState", "ghostLeaders"} <= set(head["variables"])
 
 

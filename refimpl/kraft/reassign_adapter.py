@@ -78,7 +78,7 @@ class ReassignAdapter(KRaftAdapter):
     def from_options(cls, bounds: Bounds | None, bug: str | None) -> "ReassignAdapter":
         if bounds is None:
             return cls(None, bug)
-        kb = KRaftBounds.from_cfg(bounds)
+        kb = KRaftBounds.from_cfg(bounds, reassign=True)
         return cls(kb, bug, observer_rediscovery=False, targets=rm.targets_from_cfg(bounds, kb),
                    fetch_max_records=1)
 
@@ -123,6 +123,8 @@ class ReassignAdapter(KRaftAdapter):
         spec's SendAlterPartitionReassignments(i, T), a step that only puts the request in
         flight (its handling is ReceiveAlterPartitionReassignmentsRequest at i)."""
         if rng.random() >= self.workload.admin_share:
+            if self.bounds.values == ():
+                return None          # Values = {}: no client appends in this model
             return super().client_request(world, rng)
         leaders = [n for n in self._nodes
                    if world.up[n] and world.states[n].role is Role.LEADER]
@@ -131,13 +133,28 @@ class ReassignAdapter(KRaftAdapter):
         else:
             node = rng.choice(self._nodes)
         env = Envelope(rm.ADMIN, node, AlterPartitionReassignmentsRequest(self._draw_target(rng)))
+        # like Kafka's AdminClient, one request outstanding: none of its requests or responses
+        # is in flight (a lost one counts as timed out); and the in-flight bound
         lim = self.bounds.limits.max_in_flight
-        if any(e == env for e, _ in world.in_flight.values()) or (
+        if any(rm.ADMIN in (e.src, e.dst) for e, _ in world.in_flight.values()) or (
                 lim is not None and sum(c for _, c in world.in_flight.values()) >= lim):
             return None
         return node, Transition(world.states[node], "SendAlterPartitionReassignments",
                                 {"node": node, "target": frozenset(env.payload.target_voters)},
                                 sends=(env,))
+
+    _APPENDS = frozenset({"ReceiveAlterPartitionReassignmentsRequest", "AddVoter",
+                          "RemoveVoter", "CompleteReassignment"})
+
+    def _within(self, t: Transition | None) -> Transition | None:
+        """Bounded runs: the reassignment appends need room below MaxLogLength (spec
+        HasRoom), as client appends do."""
+        t = super()._within(t)
+        b = self.bounds
+        if (t is not None and b.max_log is not None and t.action in self._APPENDS
+                and len(t.state.log) > b.max_log):
+            return None
+        return t
 
     # ---- liveness
     def _stable_leader(self, w: World, exclude: str | None = None) -> str | None:

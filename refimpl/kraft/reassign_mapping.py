@@ -37,7 +37,7 @@ __all__ = ["SPEC_MODULE", "VARIABLES", "ACTION_NAMES", "EXTRA_MODEL_VALUES", "Hi
            "project", "message_value", "params_json", "record_plain", "targets_from_cfg",
            "VOTER_ASSIGNMENT", "ADMIN"]
 
-SPEC_MODULE = "MCKRaftReassign"
+SPEC_MODULE = "KRaftReassign"
 VOTER_ASSIGNMENT = "VoterAssignment"   # a STRING: the value of a VoterAssignment record
 ADMIN = "admin"                        # model value: the admin client (CONSTANT Admin)
 EXTRA_MODEL_VALUES = (ADMIN,)
@@ -163,7 +163,7 @@ def params_json(params: Mapping[str, Any], env: Envelope | None = None) -> str:
 def targets_from_cfg(b: Bounds, kb) -> tuple | None:
     """The admin requests' target sets of a bounded run: the config's `Targets` (a set of
     sets of replicas), else None (random subsets)."""
-    r = b.first(("Targets", "TargetVoterSets"), "set")
+    r = b.first(("TargetSets", "Targets"), "set")
     if r is None:
         return None
     name, v = r

@@ -104,7 +104,8 @@ class ReassignNode(KRaftNode):
     def _updated_voters(self, prev: NodeState, new: NodeState) -> tuple[str, ...]:
         if self.bug_acts_on_commit and new.role is not Role.LEADER:
             # (c) a follower acts on a change only once it is committed
-            return committed_voters(new.log, new.high_watermark, self.voters)[0]
+            base = new.qs_voters if new.qs_voters is not None else self.voters
+            return committed_voters(new.log, new.high_watermark, base)[0]
         if self.bug_no_revert and prev.voter_set is not None:
             # (d) the cache is only updated from the records appended, never reverted
             n = len(prev.log)
@@ -344,26 +345,24 @@ class ReassignNode(KRaftNode):
             return t
         env = t.sends[0]
         r: FetchResponse = env.payload
-        if r.error is not Errors.NONE or r.diverging_epoch is not None:
+        if r.error is not Errors.NONE:
             return t
         new = t.state
         voters = self._voters(new)
-        if src not in voters:
-            target = target_from_log(new.log) or ()
+        if src in voters:
+            return t
+        if src in (target_from_log(new.log) or ()):
             feo = new.follower_end_offset
-            if src in target and m.fetch_offset > feo.get(src, -1):
-                new = replace(new, follower_end_offset=feo.set(src, m.fetch_offset))
-                if self.bug_target_majority:
-                    new = replace(new, high_watermark=self._leader_hwm(new))
-                t = dataclasses.replace(t, state=new)
-            was_voter = src in self.voters or any(
-                isinstance(x.control, VoterAssignment) and src in x.control.current_voters
-                for x in new.log)
-            removed = src not in committed_voters(new.log, new.high_watermark, self.voters)[0]
-            if was_voter and removed:
-                r = dataclasses.replace(r, error=Errors.NOT_FOLLOWER,
-                                        high_watermark=new.high_watermark)
-                t = dataclasses.replace(t, sends=(dataclasses.replace(env, payload=r),))
+            off = max(feo.get(src, -1), m.fetch_offset if r.diverging_epoch is None else 0)
+            if off != feo.get(src, -1):
+                t = dataclasses.replace(t, state=replace(new, follower_end_offset=feo.set(src, off)))
+        was_voter = src in self.voters or any(
+            isinstance(x.control, VoterAssignment) and src in x.control.current_voters
+            for x in new.log)
+        removed = src not in committed_voters(new.log, new.high_watermark, self.voters)[0]
+        if was_voter and removed:
+            r = dataclasses.replace(r, error=Errors.NOT_FOLLOWER)
+            t = dataclasses.replace(t, sends=(dataclasses.replace(env, payload=r),))
         return t
 
     def _on_fetch_response(self, s: NodeState, src: str, m: FetchResponse) -> Transition:
@@ -374,11 +373,14 @@ class ReassignNode(KRaftNode):
         return KRaftNode._on_fetch_response(self, s, src, m)
 
     def _on_vote_request(self, s: NodeState, src: str, m: VoteRequest) -> Transition:
-        """KIP-642 draft: "Voters must reject votes from non-voters ... when a voter receives a
-        VoteRequest from a non-voter, it must then become a candidate": the voter rejects and,
-        if its timers may fire and the epoch bound allows, stands in epoch m.epoch + 1 in the
-        same step (its Vote requests follow as SendVoteRequest steps).  Bug (f) grants the
-        vote as if the candidate were a voter."""
+        """KIP-642 draft: "Voters must reject votes from non-voters, but that does not mean
+        that the non-voter cannot ultimately win the election.  Hence when a voter receives a
+        VoteRequest from a non-voter, it must then become a candidate": a voter whose timers may
+        fire rejects and stands in the election of the request's epoch, when that epoch is
+        new to it or it has neither voted nor a leader in it (spec KRaft.tla HandleVoteRequest,
+        BeginElection); its Vote requests follow as SendVoteRequest steps.  Otherwise the
+        vote is rejected as KIP-595 does.  Bug (f) grants the vote as if the candidate were a
+        voter."""
         voters = self._voters(s)
         if (m.candidate_id in voters or s.node_id not in voters
                 or self._cluster_check_fails(s, m.cluster_id) or m.candidate_epoch < s.epoch):
@@ -387,16 +389,13 @@ class ReassignNode(KRaftNode):
             widened = replace(s, voter_set=tuple(sorted(set(voters) | {m.candidate_id})))
             t = KRaftNode._on_vote_request(self, widened, src, m)
             return dataclasses.replace(t, state=replace(t.state, voter_set=voters))
-        if (s.node_id not in self.timeout_voters
-                or (self.max_epoch is not None and m.candidate_epoch >= self.max_epoch)):
+        fresh = m.candidate_epoch > s.epoch or (s.voted_id is None and s.leader_id is None)
+        if s.node_id not in self.timeout_voters or not fresh:
             return KRaftNode._on_vote_request(self, s, src, m)
         reply = self._send(s, src, VoteResponse(Errors.NONE, None, m.candidate_epoch, False))
-        t = self.start_election(s, "HandleVoteRequest", m.candidate_epoch + 1)
-        return dataclasses.replace(t, sends=(reply,) + t.sends, split_sends=None) \
-            if t.split_sends is None else self._candidate_with_reply(t, reply)
-
-    def _candidate_with_reply(self, t: Transition, reply) -> Transition:
-        """The reply leaves in the step; the Vote requests in later SendVoteRequest steps."""
+        t = self.start_election(s, "HandleVoteRequest", m.candidate_epoch)
+        if t.split_sends is None:
+            return dataclasses.replace(t, sends=(reply,) + t.sends)
         timers = tuple(x for x in t.timers if x.name != RESEND) + (SetTimer(RESEND, 0),)
         return dataclasses.replace(t, sends=(reply,), split_sends=None, timers=timers)
 
