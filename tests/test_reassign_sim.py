@@ -60,3 +60,27 @@ def test_planted_bug_is_flagged_by_its_invariant(bug, seed):
     r = run(seed, bug=bug, steps=2000)
     assert r.violations, f"{bug} not flagged at seed {seed}"
     assert r.violations[0]["invariant"] in BUGS[bug].caught_by
+
+
+def test_reassignment_metrics_of_a_trace():
+    """spark_trace_analysis/reassign_metrics.py's definition, in plain Python: a request that
+    appends starts a reassignment, CompleteReassignment ends it, epochs in between count."""
+    from spark_trace_analysis.reassign_metrics import reassignments, summarize
+
+    def row(t, action, records, epoch):
+        log = {"n1": [{"epoch": 1}] * records}
+        return {"time_ms": t, "action": action,
+                "state": {"log": log, "currentEpoch": {"n1": epoch, "n2": 1}}}
+
+    rows = [row(0, "Init", 0, 0), row(10, "ReceiveAlterPartitionReassignmentsRequest", 1, 1),
+            row(20, "ReceiveAlterPartitionReassignmentsRequest", 1, 1),   # no append: same
+            row(30, "AddVoter", 2, 1), row(90, "Timeout", 2, 3),
+            row(120, "CompleteReassignment", 3, 3),
+            row(130, "ReceiveAlterPartitionReassignmentsRequest", 4, 3),
+            row(140, "ReceiveAlterPartitionReassignmentsRequest", 5, 3)]
+    items = reassignments(rows)
+    assert [(x["start_ms"], x["end_ms"], x["epochs"], x["superseded"]) for x in items] == [
+        (10, 120, 2, False), (130, None, None, True), (140, None, None, False)]
+    s = summarize(items)
+    assert (s["reassignments"], s["completed"], s["superseded"]) == (3, 1, 1)
+    assert s["time_to_complete_ms_p50"] == 110 and s["epochs_per_reassignment_mean"] == 2
