@@ -203,7 +203,8 @@ _BUGS += [
         "reassign-before-epoch-commit", "reassign",
         "(a) The leader appends a membership change before it has committed a record of its "
         "own epoch (Raft's single-server membership-change bug).",
-        ("ElectionSafety", "NoCommittedRecordLost", "LeaderCompleteness"),
+        ("MembershipChangeAfterEpochCommit", "ElectionSafety", "NoCommittedRecordLost",
+         "LeaderCompleteness"),
         spec_switch="BugChangeBeforeEpochCommit"),
     PlantedBug(
         "reassign-two-changes-in-flight", "reassign",

@@ -101,9 +101,9 @@ def _stage_liveness(seeds: int, show: bool) -> dict:
 
 # KIP-642: planted reassignment bugs and a seed at which the simulator flags each (chaos)
 REASSIGN_BUG_SEEDS = {
-    "reassign-two-changes-in-flight": 0, "reassign-follower-acts-on-commit": 0,
-    "reassign-persists-uncommitted": 0, "reassign-votes-for-non-voter": 22,
-    "reassign-majority-of-target": 0,
+    "reassign-before-epoch-commit": 4, "reassign-two-changes-in-flight": 0, "reassign-follower-acts-on-commit": 0,
+    "reassign-persists-uncommitted": 0, "reassign-votes-for-non-voter": 24,
+    "reassign-majority-of-target": 4,
 }
 REASSIGN_GRAPH = "reassign-graph-grow"
 

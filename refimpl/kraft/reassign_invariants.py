@@ -18,6 +18,11 @@ over the voter set of the replica concerned (not a fixed quorum.voters), and add
                                the "main subtlety")
   SingleMemberChanges           a leader appends a VoterAssignment only when its CurrentVoters
                                differ by at most one member from the voters committed in its log
+  MembershipChangeAfterEpochCommit  a leader appends a membership change only once it has
+                               committed a record of its own epoch (Raft's single-server change
+                               rule, the spec's guard of AddVoter / RemoveVoter): the rule itself,
+                               checked at the step, since its consequences (two leaders of an
+                               epoch, a lost committed record) need rare interleavings
   QuorumStateHoldsCommittedVoters  the quorum-state file's CurrentVoters is a committed
                                configuration (or the bootstrap voters)
   NoVoteForNonVoter            a voter grants its vote only to a voter of its own log
@@ -36,7 +41,7 @@ __all__ = ["ReassignMonitor", "INVARIANTS", "CHANGE_ACTIONS"]
 
 INVARIANTS = KRAFT_INVARIANTS + (
     "ElectionSafety", "CommittedOnVoterMajority", "VoterSetFollowsLog", "SingleMemberChanges",
-    "QuorumStateHoldsCommittedVoters", "NoVoteForNonVoter",
+    "QuorumStateHoldsCommittedVoters", "NoVoteForNonVoter", "MembershipChangeAfterEpochCommit",
 )
 
 # refimpl actions that append a VoterAssignment changing CurrentVoters
@@ -118,6 +123,11 @@ class ReassignMonitor(KRaftMonitor):
                                  f"{list(want)}"))
         if s.role is Role.LEADER and action in self._change_actions:
             done = committed_voters(s.log, s.high_watermark, self.bootstrap)[0]
+            hwm = s.high_watermark
+            if not (0 < hwm <= len(s.log) and s.log[hwm - 1].epoch == s.epoch):
+                out.append(Violation("MembershipChangeAfterEpochCommit",
+                                     f"{node}, leader of epoch {s.epoch}, changed the voters "
+                                     f"with no record of its epoch committed (HWM {hwm})"))
             if symmetric_difference(want, done) > 1:
                 out.append(Violation("SingleMemberChanges",
                                      f"{node} appended voters {list(want)} while {list(done)} "
