@@ -19,7 +19,7 @@ Stages, each reported in the summary (out/demo/summary.json):
   8. reassign  KIP-642 (issue 12): a reassignment corpus under chaos (no invariant violated,
                reassignments completing: time to complete, epochs per reassignment), a corpus
                inside reassign-graph-grow's bounds validated against spec/KRaftReassign.tla
-               (neighbourhood mode), and each planted reassignment bug flagged at its seed
+               (full-graph mode), and each planted reassignment bug flagged at its seed
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
                         out=graph, bounds=str(REPO_ROOT / "tlc_configs" / f"{REASSIGN_GRAPH}.cfg"),
                         show_progress=show)
     violations += sum(len(t.get("invariant_violations", [])) for t in g["traces"])
-    v = validate_corpus([graph], config=REASSIGN_GRAPH, lazy=True,
+    v = validate_corpus([graph], graph=REASSIGN_GRAPH,
                         out=out / "validate" / "reassign-graph-lossy", max_out_of_scope=0)
     write_atomic(out / "verdicts" / "reassign-graph-lossy.json",
                  json.dumps(v, indent=2, default=str) + "\n")
