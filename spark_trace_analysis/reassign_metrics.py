@@ -69,7 +69,7 @@ def summarize(items: list[dict]) -> dict:
         "reassignments": len(items),
         "completed": len(done),
         "superseded": sum(1 for x in items if x["superseded"]),
-        "time_to_complete_ms_p50": times[len(times) // 2] if times else None,
+        "time_to_complete_ms_p50": times[(len(times) - 1) // 2] if times else None,  # as percentile_approx
         "time_to_complete_ms_max": times[-1] if times else None,
         "time_to_complete_ms_mean": round(sum(times) / len(times), 1) if times else None,
         "epochs_per_reassignment_mean": round(sum(epochs) / len(epochs), 2) if epochs else None,
