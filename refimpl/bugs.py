@@ -26,7 +26,7 @@ class UnknownBug(KeyError):
 @dataclass(frozen=True)
 class PlantedBug:
     name: str
-    protocol: str              # "kraft" | "elr"
+    protocol: str              # "kraft" | "elr" | "reassign"
     description: str
     caught_by: tuple[str, ...]  # invariant names expected to report it
     spec_switch: str | None = None  # the spec constant planting the same bug (TLC configs)
@@ -195,4 +195,52 @@ _BUGS += [
         "(spec finding elr-finding-last-known-elr-literal).",
         ("CommittedLogOnElectableReplica", "NoAckedRecordLost"),
         spec_switch="BugLastKnownElrLiteral"),
+]
+
+# ---- KIP-642 reassignment (refimpl/kraft/reassign_node.py), issue 12's catalog (a)-(g) --------
+_BUGS += [
+    PlantedBug(
+        "reassign-before-epoch-commit", "reassign",
+        "(a) The leader appends a membership change before it has committed a record of its "
+        "own epoch (Raft's single-server membership-change bug).",
+        ("MembershipChangeAfterEpochCommit", "ElectionSafety", "NoCommittedRecordLost",
+         "LeaderCompleteness"),
+        spec_switch="BugChangeBeforeEpochCommit"),
+    PlantedBug(
+        "reassign-two-changes-in-flight", "reassign",
+        "(b) The leader appends the next single-member change before the previous one is "
+        "committed (KIP-642 draft 'Reassignment Algorithm' step 4).",
+        ("SingleMemberChanges", "LeaderCompleteness"),
+        spec_switch="BugTwoChangesInFlight"),
+    PlantedBug(
+        "reassign-follower-acts-on-commit", "reassign",
+        "(c) A follower acts on a VoterAssignment only once it is committed instead of as "
+        "soon as it is appended (the draft's step 4).",
+        ("VoterSetFollowsLog",),
+        spec_switch="BugActOnCommit"),
+    PlantedBug(
+        "reassign-no-revert-on-truncation", "reassign",
+        "(d) The voter set is updated from appended records only and not reverted when a "
+        "VoterAssignment record is truncated (the draft's 'main subtlety').",
+        ("VoterSetFollowsLog",),
+        spec_switch="BugNoRevertOnTruncate"),
+    PlantedBug(
+        "reassign-persists-uncommitted", "reassign",
+        "(e) The quorum-state file persists a voter set as soon as it is appended, not once "
+        "committed (draft: 'voters will only persist quorum state changes ... after they have "
+        "been committed').",
+        ("QuorumStateHoldsCommittedVoters",),
+        spec_switch="BugPersistUncommitted"),
+    PlantedBug(
+        "reassign-votes-for-non-voter", "reassign",
+        "(f) A voter grants its vote to a candidate that is not a voter by its own log (and "
+        "does not become a candidate).",
+        ("NoVoteForNonVoter",),
+        spec_switch="BugVoteForNonVoter"),
+    PlantedBug(
+        "reassign-majority-of-target", "reassign",
+        "(g) The leader counts the high watermark's majority over TargetVoters instead of "
+        "CurrentVoters.",
+        ("CommittedOnVoterMajority", "NoCommittedRecordLost"),
+        spec_switch="BugMajorityOfTarget"),
 ]

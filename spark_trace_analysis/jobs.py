@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from kraftcheck.output import replace_folder, write_atomic
 from spark_trace_analysis import conformance, coverage, ingest, metrics, run_config, validate
+from spark_trace_analysis import reassign_metrics   # KIP-642 (issue 12)
 from spark_trace_analysis.graph import GraphError, load_graph_tables
 from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
@@ -198,6 +199,11 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         _write(metrics.latency_histogram(el), tmp / "election_latency_hist"))
     tables["commit_latency_hist"] = _rows(
         _write(metrics.latency_histogram(cl), tmp / "commit_latency_hist"))
+    # KIP-642 reassignment metrics (spark_trace_analysis/reassign_metrics.py; empty without
+    # reassign traces): time to complete a reassignment, epochs per reassignment
+    tables["reassignment_metrics"] = _rows(_write(
+        reassign_metrics.reassignment_metrics(steps), tmp / "reassignment_metrics"))
+    summary["reassignment_metrics"] = tables["reassignment_metrics"]
     tables["bad_rows"] = _rows(spark.read.parquet(str(tmp / "bad_rows")).orderBy("file", "line"),
                                50)
     if vfiles:

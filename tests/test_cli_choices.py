@@ -19,7 +19,7 @@ runner = CliRunner()
     (["tlc", "list", "--profile", "nightly"], "'nightly' is not a TLC profile (ci, deep, bugs)"),
     (["tlc", "suite", "--profile", "bug"], "did you mean 'bugs'?"),
     (["simulate", "--faults", "chaoss", "--seeds", "0"], "did you mean 'chaos'?"),
-    (["simulate", "--protocol", "kraf", "--seeds", "0"], "'kraf' is not a protocol (kraft, elr); did you mean 'kraft'?"),
+    (["simulate", "--protocol", "kraf", "--seeds", "0"], "'kraf' is not a protocol (kraft, elr, reassign); did you mean 'kraft'?"),
 ])
 def test_a_mistyped_choice_exits_2_with_a_suggestion(args, expect):
     r = runner.invoke(app, args, env={"COLUMNS": "300"})
@@ -31,7 +31,7 @@ def test_a_mistyped_choice_exits_2_with_a_suggestion(args, expect):
 def test_choices_are_listed_in_help_and_accepted():
     r = runner.invoke(app, ["simulate", "--help"], env={"COLUMNS": "200"})
     from refimpl.sim.faults import PROFILES
-    assert "[" + "|".join(PROFILES) + "]" in r.output and "[kraft|elr]" in r.output
+    assert "[" + "|".join(PROFILES) + "]" in r.output and "[kraft|elr|reassign]" in r.output
     r = runner.invoke(app, ["tlc", "list", "--profile", "bugs", "--json"])
     assert r.exit_code == 0 and '"profile": "bugs"' in r.output and '"profile": "ci"' not in r.output
 

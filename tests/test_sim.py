@@ -145,7 +145,7 @@ def test_one_registry_for_both_protocols(monkeypatch):
     import refimpl.bugs as registry
     from refimpl.elr.config import SPEC_BUGS
     assert set(BUGS) == {b.name for b in registry._BUGS}
-    assert {b.protocol for b in BUGS.values()} == {"kraft", "elr"}
+    assert {b.protocol for b in BUGS.values()} == {"kraft", "elr", "reassign"}
     assert SPEC_BUGS["BugHwmOnMaximalIsr"] == "hwm-on-maximal-isr"
     assert all(get_bug(n).spec_switch == s for s, n in SPEC_BUGS.items() if n is not None)
     monkeypatch.setattr(registry, "_BUGS", registry._BUGS + [registry._BUGS[0]])

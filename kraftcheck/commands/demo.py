@@ -16,6 +16,10 @@ Stages, each reported in the summary (out/demo/summary.json):
                (out/demo/diagrams/NAME.svg)
   7. liveness  the refimpl's online liveness check per fault profile (faults stop, then a
                leader must be elected and every replica catch up within the bound)
+  8. reassign  KIP-642 (issue 12): a reassignment corpus under chaos (no invariant violated,
+               reassignments completing: time to complete, epochs per reassignment), a corpus
+               inside reassign-graph-grow's bounds validated against spec/KRaftReassign.tla
+               (full-graph mode), and each planted reassignment bug flagged at its seed
 """
 
 from __future__ import annotations
@@ -93,6 +97,56 @@ def _stage_liveness(seeds: int, show: bool) -> dict:
     ok = all(r["never_recovered"] == 0 and not r["safety_violations"] for r in rows)
     return {"stage": "liveness", "ok": ok, "runs": rows,
             "seconds": round(time.monotonic() - t0, 1)}
+
+
+# KIP-642: planted reassignment bugs and a seed at which the simulator flags each (chaos)
+REASSIGN_BUG_SEEDS = {
+    "reassign-before-epoch-commit": 4, "reassign-two-changes-in-flight": 0, "reassign-follower-acts-on-commit": 0,
+    "reassign-persists-uncommitted": 0, "reassign-votes-for-non-voter": 24,
+    "reassign-majority-of-target": 4,
+}
+REASSIGN_GRAPH = "reassign-graph-grow"
+
+
+def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
+    """KIP-642 reassignment end to end, small: simulate (chaos, unbounded), metrics, validate
+    a bounded corpus against the spec, and the planted bugs flagged."""
+    from refimpl.kraft.reassign_adapter import ReassignAdapter
+    from refimpl.sim.corpus import simulate_corpus
+    from refimpl.sim.faults import get_profile
+    from refimpl.sim.simulator import run_one
+    from spark_trace_analysis.reassign_metrics import summarize, trace_file_reassignments
+    from trace_checker.corpus import validate_corpus
+    t0 = time.monotonic()
+    chaos, graph = out / "traces" / "reassign-chaos", out / "traces" / "reassign-graph-lossy"
+    for d in (chaos, graph, out / "validate" / "reassign-graph-lossy"):
+        shutil.rmtree(d, ignore_errors=True)
+    m = simulate_corpus(protocol="reassign", seeds=range(seeds), faults="chaos", steps=1500,
+                        out=chaos, show_progress=show)
+    violations = sum(len(t.get("invariant_violations", [])) for t in m["traces"])
+    items = [x for f in sorted(chaos.glob("*.jsonl")) for x in trace_file_reassignments(f)]
+    metrics = summarize(items)
+    g = simulate_corpus(protocol="reassign", seeds=range(seeds), faults="lossy", steps=200,
+                        out=graph, bounds=str(REPO_ROOT / "tlc_configs" / f"{REASSIGN_GRAPH}.cfg"),
+                        show_progress=show)
+    violations += sum(len(t.get("invariant_violations", [])) for t in g["traces"])
+    v = validate_corpus([graph], graph=REASSIGN_GRAPH,
+                        out=out / "validate" / "reassign-graph-lossy", max_out_of_scope=0)
+    write_atomic(out / "verdicts" / "reassign-graph-lossy.json",
+                 json.dumps(v, indent=2, default=str) + "\n")
+    bugs = []
+    for bug, seed in REASSIGN_BUG_SEEDS.items():
+        r = run_one(ReassignAdapter(None, bug), seed, get_profile("chaos"), 2000, trace=False,
+                    bug=bug)
+        bugs.append({"bug": bug, "seed": seed,
+                     "flagged_by": r.violations[0]["invariant"] if r.violations else None})
+    ok = (violations == 0 and metrics["completed"] > 0 and bool(v.get("ok"))
+          and all(b["flagged_by"] for b in bugs))
+    return {"stage": "reassign", "ok": ok, "traces": len(m["traces"]) + len(g["traces"]),
+            "invariant_violations": violations, "metrics": metrics,
+            "validate": {"config": REASSIGN_GRAPH, "mode": v.get("mode"),
+                         "counts": v.get("counts"), "ok": bool(v.get("ok"))},
+            "bugs": bugs, "seconds": round(time.monotonic() - t0, 1)}
 
 
 def _stage_validate(out: Path, show: bool) -> dict:
@@ -208,6 +262,7 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
     stages.append(_stage_proofs(show))
     stages.append(_stage_review(out, show))
     stages.append(_stage_liveness(seeds, show))
+    stages.append(_stage_reassign(out, min(seeds, 5), show))
     summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
@@ -256,6 +311,17 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                                   f"the faults p50 {rec['p50']} / max {rec['max']} ms, "
                                   f"{r['never_recovered']} never recovered")
                 console.print(f"liveness: {s['seconds']}s  {mark}")
+            elif s["stage"] == "reassign":
+                mt, vd = s["metrics"], s["validate"]
+                console.print(f"reassign: {s['traces']} traces, {s['invariant_violations']} "
+                              f"invariant violations; {mt['completed']}/{mt['reassignments']} "
+                              f"reassignments completed, time to complete p50 "
+                              f"{mt['time_to_complete_ms_p50']} ms, epochs per reassignment "
+                              f"{mt['epochs_per_reassignment_mean']}; validate {vd['config']} "
+                              f"({vd['mode']}): {vd['counts']}")
+                console.print("reassign: planted bugs flagged: " + ", ".join(
+                    f"{b['bug']} by {b['flagged_by']}" for b in s["bugs"]))
+                console.print(f"reassign: {s['seconds']}s  {mark}")
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
 

@@ -46,7 +46,7 @@ def _list_bugs(as_json: bool) -> None:
 
 def simulate(
     protocol: str = choice_option("kraft", "--protocol", values=tuple(PROTOCOLS), what="protocol",
-                                  help="kraft (KIP-595) or elr (KIP-966)."),
+                                  help="kraft (KIP-595), elr (KIP-966) or reassign (KIP-642)."),
     seeds: str = typer.Option("0:9", "--seeds", help="Seeds: N, A:B (inclusive) or a comma list."),
     faults: str = choice_option("chaos", "--faults", values=tuple(FAULT_PROFILES),
                                 what="fault profile", help="Fault profile (refimpl/sim/faults.py)."),

@@ -59,7 +59,9 @@ class KRaftBounds:
     limits: SimLimits = SimLimits()
 
     @classmethod
-    def from_cfg(cls, b: Bounds) -> "KRaftBounds":
+    def from_cfg(cls, b: Bounds, reassign: bool = False) -> "KRaftBounds":
+        """`reassign` (KIP-642 configs): an empty Values set means no client appends (logs of
+        control records only), and TimeoutVoters may name observers (they may be promoted)."""
         def pick(key, kind):
             r = b.first(BOUND_NAMES[key], kind)
             return None if r is None else r[1]
@@ -84,14 +86,14 @@ class KRaftBounds:
         values = pick("values", "set")
         if values is not None:
             values = tuple(sorted(str(v) for v in values))
-            if not values:
+            if not values and not reassign:
                 raise BoundsError(f"{at('values')}: the value set is empty")
         for key in ("max_epoch", "max_log", "max_restarts", "max_in_flight", "max_client_requests"):
             v = pick(key, "int")
             if v is not None and v < 0:
                 raise BoundsError(f"{at(key)} must be >= 0")
         tv = names("timeout_voters")
-        if tv is not None and not set(tv) <= set(servers):
+        if tv is not None and not set(tv) <= set(servers) | (set(observers) if reassign else set()):
             raise BoundsError(f"{at('timeout_voters')} must be a subset of the voters")
         return cls(
             voters=servers, observers=observers,

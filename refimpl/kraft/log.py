@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LeaderChange", "Record", "Log", "last_epoch", "end_offset", "end_offset_for_epoch",
+__all__ = ["LeaderChange", "VoterAssignment", "Record", "Log", "last_epoch", "end_offset", "end_offset_for_epoch",
            "truncate_to"]
 
 
@@ -23,10 +23,21 @@ class LeaderChange:
 
 
 @dataclass(frozen=True)
+class VoterAssignment:
+    """The VoterAssignmentMessage control record (KIP-642 draft "Quorum Reassignment", Type=2):
+    ClusterId, CurrentVoters and the nullable TargetVoters (None: no reassignment pending).
+    Voter ids are kept sorted, so equal sets give equal records."""
+
+    cluster_id: str
+    current_voters: tuple[str, ...]
+    target_voters: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class Record:
     epoch: int
     value: str | None = None              # a client record
-    control: LeaderChange | None = None   # a LeaderChange control record
+    control: LeaderChange | VoterAssignment | None = None   # a control record
 
 
 Log = tuple  # tuple[Record, ...]

@@ -19,6 +19,7 @@ __all__ = [
     "EndQuorumEpochRequest",
     "FetchRequest", "FetchResponse",
     "DescribeQuorumRequest", "DescribeQuorumResponse", "ReplicaState",
+    "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
     "Message",
 ]
 
@@ -35,6 +36,8 @@ class Errors(str, Enum):
     INVALID_QUORUM_STATE = "INVALID_QUORUM_STATE"
     INCONSISTENT_VOTER_SET = "INCONSISTENT_VOTER_SET"
     INVALID_CLUSTER_ID = "INVALID_CLUSTER_ID"
+    # KIP-595 early revision "New Error Codes" / KIP-642 draft step 5: a removed voter's Fetch
+    NOT_FOLLOWER = "NOT_FOLLOWER"
 
 
 @dataclass(frozen=True)
@@ -119,6 +122,22 @@ class DescribeQuorumResponse:
     observers: tuple[ReplicaState, ...]
 
 
+@dataclass(frozen=True)
+class AlterPartitionReassignmentsRequest:
+    """KIP-642 draft "AlterPartitionReassignments" (the early revision's AlterQuorum), sent by
+    the admin client: the desired TargetVoters."""
+
+    target_voters: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlterPartitionReassignmentsResponse:
+    error: Errors                  # NONE, or NOT_LEADER_OR_FOLLOWER (the draft's NOT_LEADER_FOR_PARTITION)
+    target_voters: tuple[str, ...]
+    leader_id: str | None
+
+
 Message = (VoteRequest | VoteResponse | BeginQuorumEpochRequest | BeginQuorumEpochResponse
            | EndQuorumEpochRequest | FetchRequest | FetchResponse | DescribeQuorumRequest
-           | DescribeQuorumResponse)
+           | DescribeQuorumResponse | AlterPartitionReassignmentsRequest
+           | AlterPartitionReassignmentsResponse)

@@ -84,6 +84,9 @@ class KRaftNode:
         # quorum.fetch.timeout.ms; spec/KRaft.tla has no such step (a Follower fetches only
         # from its leader), so bounded (spec-faithful) runs switch it off
         self.observer_rediscovery = observer_rediscovery
+        # a single-voter leader commits within its append (KIP-595); the reassignment spec
+        # has a separate UpdateHighWatermark step instead (refimpl/kraft/reassign_node.py)
+        self.inline_single_voter_hwm = True
         self.bug_hwm_epoch = bug_enabled(bug, "hwm-no-current-epoch-check")
         self.bug_div_off_by_one = bug_enabled(bug, "diverging-epoch-off-by-one")
         self.bug_vote_not_persisted = bug_enabled(bug, "double-vote-after-restart")
@@ -116,7 +119,7 @@ class KRaftNode:
         Handling" step 2: "upon failover it can just resend the vote request")."""
         qs: QuorumStateFile | None = disk.get(QUORUM_STATE)
         s = self.initial_state(node_id, disk.get(META_PROPERTIES))
-        s = replace(s, log=disk.get(LOG, ()))
+        s = self._restore(replace(s, log=disk.get(LOG, ())), qs)
         if qs is not None:
             v, leader = qs.voted_id, qs.leader_id
             if leader == node_id:
@@ -136,11 +139,26 @@ class KRaftNode:
 
     def _qs(self, s: NodeState) -> Persist:
         """The quorum-state write that must precede acting on a vote or role change."""
-        return Persist(QUORUM_STATE, s.quorum_state(self.voters,
+        return Persist(QUORUM_STATE, s.quorum_state(self._persisted_voters(s),
                                                      persist_vote=not self.bug_vote_not_persisted))
 
+    def _restore(self, s: NodeState, qs: QuorumStateFile | None) -> NodeState:
+        """What a restart derives from the disk beyond KIP-595's fields (KIP-642 subclass:
+        the voter set, from the quorum-state file and a forward scan of the log)."""
+        return s
+
+    def _voters(self, s: NodeState) -> tuple[str, ...]:
+        """The replica's current voter set.  KIP-595: the static quorum.voters; a subclass
+        with dynamic reassignment (refimpl/kraft/reassign_node.py, KIP-642) derives it from
+        the replica's own log."""
+        return self.voters
+
+    def _persisted_voters(self, s: NodeState) -> tuple[str, ...]:
+        """CurrentVoters of the quorum-state file (KIP-595 "Quorum State")."""
+        return self.voters
+
     def _is_voter(self, s: NodeState) -> bool:
-        return s.node_id in self.voters
+        return s.node_id in self._voters(s)
 
     def _election_timer(self, s: NodeState) -> SetTimer:
         """quorum.election.timeout.ms plus a random backoff bounded by
@@ -179,7 +197,7 @@ class KRaftNode:
         elif s.role is Role.CANDIDATE:
             keep[ELECTION] = self._election_timer(s)
             keep[RESEND] = SetTimer(RESEND, cfg.request_timeout_ms)
-            if is_majority(s.votes_granted, self.voters):
+            if is_majority(s.votes_granted, self._voters(s)):
                 keep[BECOME_LEADER] = SetTimer(BECOME_LEADER, 0)
         elif s.role is Role.LEADER:
             keep[CHECK_QUORUM] = SetTimer(CHECK_QUORUM, cfg.fetch_timeout_ms)
@@ -241,11 +259,11 @@ class KRaftNode:
         """KIP-595 "FetchRequest Handling" step 4 (spec: NewHighWatermark)."""
         offs = [len(s.log)]
         feo = s.follower_end_offset
-        for v in self.voters:
+        for v in self._voters(s):
             if v != s.node_id:
                 offs.append(max(0, feo.get(v, -1)))
-        quorum = (len(self.voters) // 2) if self.bug_majority else None
-        return rules.leader_high_watermark(offs, len(self.voters), s.epoch_start_offset,
+        quorum = (len(self._voters(s)) // 2) if self.bug_majority else None
+        return rules.leader_high_watermark(offs, len(self._voters(s)), s.epoch_start_offset,
                                            s.high_watermark,
                                            check_current_epoch=not self.bug_hwm_epoch,
                                            quorum=quorum)
@@ -286,7 +304,7 @@ class KRaftNode:
         new = self._clear(s, role=Role.CANDIDATE, epoch=epoch, leader_id=None,
                           voted_id=s.node_id, votes_granted=frozenset((s.node_id,)))
         req = VoteRequest(s.cluster_id, epoch, s.node_id, last_epoch(s.log), len(s.log))
-        sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
+        sends = [self._send(s, v, req) for v in self._voters(s) if v != s.node_id]
         t = self._stepped(new, action, sends)
         return dataclasses.replace(t, split_sends="SendVoteRequest")
 
@@ -309,7 +327,7 @@ class KRaftNode:
         if voted is not None:                                                  # step 3
             grant = voted == c
         else:
-            grant = (leader is None and c in self.voters and self._is_voter(s)  # 4a
+            grant = (leader is None and c in self._voters(s) and self._is_voter(s)  # 4a
                      and (self.bug_vote_ignores_log or rules.is_log_up_to_date(  # 4b
                          m.last_offset_epoch, m.last_offset, last_epoch(s.log), len(s.log))))
         new_vote = c if grant else voted
@@ -338,11 +356,11 @@ class KRaftNode:
             return self._same(s, "HandleVoteResponse")
         if m.vote_granted:
             granted = s.votes_granted | {src}
-            if is_majority(granted, self.voters):
+            if is_majority(granted, self._voters(s)):
                 return self.become_leader(replace(s, votes_granted=granted), "HandleVoteResponse")
             return self._same(replace(s, votes_granted=granted), "HandleVoteResponse")
         rejected = s.votes_rejected | {src}
-        if not is_majority(set(self.voters) - rejected, self.voters):
+        if not is_majority(set(self._voters(s)) - rejected, self._voters(s)):
             retries = s.election_retries + 1
             new = replace(self.step_down(s, s.epoch, None), election_retries=retries)
             backoff = rules.election_backoff_max(retries, self.cfg.retry_backoff_ms,
@@ -358,7 +376,7 @@ class KRaftNode:
         control record (ClusterId, LeaderId, VotedIds; the first leader generates the
         clusterId) whose offset starts the epoch, then send BeginQuorumEpoch to every other
         voter (KIP-595 "BeginQuorumEpoch").  The HWM is only advanced by Fetch handling."""
-        if s.role is not Role.CANDIDATE or not is_majority(s.votes_granted, self.voters):
+        if s.role is not Role.CANDIDATE or not is_majority(s.votes_granted, self._voters(s)):
             return None
         cluster = s.cluster_id
         if cluster is None:
@@ -374,12 +392,12 @@ class KRaftNode:
         new = self._clear(s, role=Role.LEADER, leader_id=s.node_id, log=log,
                           epoch_start_offset=len(s.log), election_retries=0)
         persist: tuple = (Persist(LOG, log),)
-        if len(self.voters) == 1:  # a quorum of one commits on its own
+        if self.inline_single_voter_hwm and len(self._voters(s)) == 1:  # a quorum of one commits on its own
             new = replace(new, high_watermark=self._leader_hwm(new))
             new, cid = self._cache_cluster_id(new)
             persist += cid
         req = BeginQuorumEpochRequest(new.cluster_id, s.node_id, s.epoch)
-        sends = [self._send(s, v, req) for v in self.voters if v != s.node_id]
+        sends = [self._send(s, v, req) for v in self._voters(s) if v != s.node_id]
         t = self._stepped(new, action, sends, persist)
         return dataclasses.replace(t, split_sends="SendBeginQuorumEpoch")
 
@@ -415,7 +433,7 @@ class KRaftNode:
             return self._stepped(self.step_down(s, m.leader_epoch, m.leader_id),
                                  "HandleBeginQuorumEpochResponse", prev=s)
         if (s.role is Role.LEADER and m.leader_epoch == s.epoch and m.error is Errors.NONE
-                and src in self.voters):
+                and src in self._voters(s)):
             feo = s.follower_end_offset
             if feo.get(src, -1) < 0:
                 return self._same(replace(s, follower_end_offset=feo.set(src, 0)),
@@ -431,7 +449,7 @@ class KRaftNode:
         election sends it with LeaderId -1 and stops."""
         if s.role is Role.LEADER:
             feo = s.follower_end_offset
-            others = [v for v in self.voters if v != s.node_id]
+            others = [v for v in self._voters(s) if v != s.node_id]
             succ = tuple(sorted(others, key=lambda v: (-feo.get(v, -1), v)))
             req = EndQuorumEpochRequest(s.cluster_id, s.node_id, s.node_id, s.epoch, succ)
             new = self._clear(s, role=Role.RESIGNED)
@@ -439,7 +457,7 @@ class KRaftNode:
                               sends=tuple(self._send(s, v, req) for v in succ),
                               timers=self._role_timers(new))
         if s.role is Role.CANDIDATE:
-            succ = tuple(v for v in self.voters if v != s.node_id)
+            succ = tuple(v for v in self._voters(s) if v != s.node_id)
             req = EndQuorumEpochRequest(s.cluster_id, s.node_id, None, s.epoch, succ)
             return Transition(s, "Resign", {"node": s.node_id},
                               sends=tuple(self._send(s, v, req) for v in succ), halt=True)
@@ -481,11 +499,11 @@ class KRaftNode:
             # Kafka's observer after quorum.fetch.timeout.ms: any voter, until one names the
             # new leader (KIP-595 "BeginQuorumEpoch": "observers will discover the new leader
             # through the Fetch API")
-            dst = self.voters[s.fetch_attempt % len(self.voters)]
+            dst = self._voters(s)[s.fetch_attempt % len(self._voters(s))]
         elif s.role is Role.FOLLOWER:
             dst = s.leader_id
         elif s.role in (Role.UNATTACHED, Role.VOTED) and s.leader_id is None:
-            others = [v for v in self.voters if v != s.node_id]
+            others = [v for v in self._voters(s) if v != s.node_id]
             if not others:
                 return None
             dst = others[s.fetch_attempt % len(others)]
@@ -536,11 +554,11 @@ class KRaftNode:
         new = s
         persist: tuple = ()
         timers: tuple = ()
-        if src in self.voters:                                                  # step 4
+        if src in self._voters(s):                                                  # step 4
             feo = s.follower_end_offset
             off = max(feo.get(src, -1), m.fetch_offset if valid else 0)
             window, progressed = rules.record_fetch(s.fetched_since_check, s.node_id, src,
-                                                    self.voters)
+                                                    self._voters(s))
             if progressed:  # a majority fetched: the leader progress timer restarts
                 timers = (SetTimer(CHECK_QUORUM, self.cfg.fetch_timeout_ms),)
             new = replace(s, follower_end_offset=feo.set(src, off) if off != feo.get(src, -1) else feo,
@@ -644,8 +662,8 @@ class KRaftNode:
                                           s.high_watermark, (), ())
         lfo = s.last_fetch_offset
         voters = tuple(ReplicaState(v, len(s.log) if v == s.node_id else lfo.get(v, -1))
-                       for v in self.voters)
-        observers = tuple(ReplicaState(o, lfo[o]) for o in sorted(lfo) if o not in self.voters)
+                       for v in self._voters(s))
+        observers = tuple(ReplicaState(o, lfo[o]) for o in sorted(lfo) if o not in self._voters(s))
         return DescribeQuorumResponse(Errors.NONE, s.node_id, s.epoch, s.high_watermark,
                                       voters, observers)
 
@@ -701,7 +719,7 @@ class KRaftNode:
         if (s.role is not Role.FOLLOWER or self._is_voter(s) or s.rediscovering
                 or not self.observer_rediscovery):
             return None
-        start = self.voters.index(s.leader_id) + 1 if s.leader_id in self.voters else 0
+        start = self._voters(s).index(s.leader_id) + 1 if s.leader_id in self._voters(s) else 0
         new = replace(s, rediscovering=True, fetch_pending=False, fetch_attempt=start)
         return Transition(new, "ObserverFetchTimeout", {"node": s.node_id},
                           timers=(CancelTimer(REQUEST), SetTimer(FETCH, 0)))
@@ -712,11 +730,11 @@ class KRaftNode:
         if s.role is Role.CANDIDATE:
             answered = s.votes_granted | s.votes_rejected
             req = VoteRequest(s.cluster_id, s.epoch, s.node_id, last_epoch(s.log), len(s.log))
-            dsts = [v for v in self.voters if v not in answered]
+            dsts = [v for v in self._voters(s) if v not in answered]
             split = "SendVoteRequest"
         elif s.role is Role.LEADER:
             req = BeginQuorumEpochRequest(s.cluster_id, s.node_id, s.epoch)
-            dsts = [v for v in self.voters
+            dsts = [v for v in self._voters(s)
                     if v != s.node_id and s.follower_end_offset.get(v, -1) < 0]
             split = "SendBeginQuorumEpoch"
         else:
@@ -736,7 +754,7 @@ class KRaftNode:
         log = s.log + (Record(s.epoch, value=value),)
         new = replace(s, log=log)
         persist: tuple = (Persist(LOG, log),)
-        if len(self.voters) == 1:
+        if self.inline_single_voter_hwm and len(self._voters(s)) == 1:
             new = replace(new, high_watermark=self._leader_hwm(new))
             new, cid = self._cache_cluster_id(new)
             persist += cid

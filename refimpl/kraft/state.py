@@ -43,6 +43,9 @@ class QuorumStateFile:
     leader_epoch: int
     voted_id: str | None
     current_voters: tuple[str, ...]
+    # KIP-642 draft "Changes to Quorum State": the offset after the VoterAssignment record
+    # CurrentVoters comes from (0: the bootstrap voters); a restart scans forward from it
+    applied_offset: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,10 +81,18 @@ class NodeState:
     # a fatal error stopped the replica (Kafka throws from the raft IO thread), e.g. a
     # DivergingEpoch that would truncate below the high watermark
     fatal_error: str | None = None
+    # KIP-642 (refimpl/kraft/reassign_node.py): the voter set the replica acts on, derived
+    # from its own log; None for KIP-595's static quorum.voters
+    voter_set: tuple[str, ...] | None = None
+    # KIP-642 quorum-state CurrentVoters / AppliedOffset (1-based index of the committed
+    # VoterAssignment record, 0: the bootstrap voters); None for KIP-595
+    qs_voters: tuple[str, ...] | None = None
+    qs_offset: int = 0
 
-    def quorum_state(self, voters: tuple[str, ...], persist_vote: bool = True) -> QuorumStateFile:
+    def quorum_state(self, voters: tuple[str, ...], persist_vote: bool = True,
+                     applied_offset: int = 0) -> QuorumStateFile:
         return QuorumStateFile(self.leader_id, self.epoch,
-                               self.voted_id if persist_vote else None, voters)
+                               self.voted_id if persist_vote else None, voters, applied_offset)
 
 
 _FIELDS = frozenset(f.name for f in fields(NodeState))

@@ -31,6 +31,7 @@ MANIFEST_SCHEMA = "kraftcheck-sim-manifest/1"
 PROTOCOLS: dict[str, tuple[str, str]] = {
     "kraft": ("refimpl.kraft.adapter", "KRaftAdapter"),
     "elr": ("refimpl.elr.adapter", "ELRAdapter"),
+    "reassign": ("refimpl.kraft.reassign_adapter", "ReassignAdapter"),   # KIP-642
 }
 
 

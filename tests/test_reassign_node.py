@@ -1,0 +1,203 @@
+"""Unit tests of KIP-642 reassignment in the refimpl: the pure rules (refimpl/kraft/reassign.py)
+and the handlers of ReassignNode, one or more per rule of the draft (its example, the main
+subtlety, NOT_FOLLOWER, the Vote from a non-voter, quorum-state persistence, bootstrapping)."""
+
+from __future__ import annotations
+
+from refimpl.kraft.config import QuorumConfig
+from refimpl.kraft.log import LeaderChange, Record, VoterAssignment
+from refimpl.kraft.messages import (
+    AlterPartitionReassignmentsRequest, Errors, FetchRequest, FetchResponse, VoteRequest,
+)
+from refimpl.kraft.reassign import (
+    Change, ChangeKind, committed_voters, next_change, target_from_log, voters_from_log,
+)
+from refimpl.kraft.reassign_node import REASSIGN, UPDATE_HWM, ReassignNode
+from refimpl.kraft.state import QUORUM_STATE, Role, replace
+from refimpl.sim.protocol import SetTimer
+
+VOTERS = ("n1", "n2", "n3")
+N = ReassignNode(QuorumConfig(voters=VOTERS))
+
+
+def va(epoch, cur, target=()):
+    return Record(epoch, control=VoterAssignment("c", tuple(sorted(cur)), tuple(sorted(target))))
+
+
+def lc(epoch, leader="n1"):
+    return Record(epoch, control=LeaderChange("c", leader, VOTERS))
+
+
+def has_timer(t, name):
+    return any(isinstance(x, SetTimer) and x.name == name for x in t.timers)
+
+
+def leader(log, hwm, node="n1", epoch=2, **kw):
+    s = replace(N.initial_state(node, "c"), role=Role.LEADER, epoch=epoch, leader_id=node,
+                voted_id=node, log=log, high_watermark=hwm, epoch_start_offset=0)
+    return replace(s, voter_set=voters_from_log(log, VOTERS), **kw)
+
+
+# ---------------------------------------------------------------- the pure rules
+
+def test_voter_set_is_the_latest_appended_assignment_else_bootstrap():
+    assert voters_from_log((), VOTERS) == VOTERS
+    log = (lc(1), va(1, VOTERS, ("n1", "n2", "n4")), va(1, ("n1", "n2", "n3", "n4"), ("n1", "n2", "n4")))
+    assert voters_from_log(log, VOTERS) == ("n1", "n2", "n3", "n4")     # uncommitted counts
+    assert voters_from_log(log[:2], VOTERS) == VOTERS                    # truncated: reverts
+    assert committed_voters(log, 2, VOTERS) == (VOTERS, 2)               # quorum-state value
+    assert committed_voters(log, 1, VOTERS) == (VOTERS, 0)
+    assert target_from_log(log) == ("n1", "n2", "n4")
+    assert target_from_log(log + (va(1, ("n1", "n2", "n4")),)) is None   # cleared
+
+
+def test_draft_example_123_to_456_adds_first_and_the_leader_leaves_last():
+    """KIP-642 draft "Quorum Change Protocol": (1,2,3) -> (4,5,6) with 1 leading."""
+    cur, target, caught = ("1", "2", "3"), ("4", "5", "6"), {"4", "5", "6"}
+    steps = []
+    while True:
+        ch = next_change(cur, target, "1", caught)
+        if ch.kind in (ChangeKind.CLEAR, ChangeKind.RESIGN):
+            steps.append(ch.kind)
+            break
+        steps.append((ch.kind, ch.voter))
+        cur = ch.voters_after(cur)
+    assert steps == [(ChangeKind.ADD, "4"), (ChangeKind.REMOVE, "2"), (ChangeKind.ADD, "5"),
+                     (ChangeKind.REMOVE, "3"), (ChangeKind.ADD, "6"), ChangeKind.RESIGN]
+    assert cur == ("1", "4", "5", "6")
+    # the next leader removes 1, then clears TargetVoters
+    assert next_change(cur, target, "4", caught) == Change(ChangeKind.REMOVE, "1")
+    assert next_change(("4", "5", "6"), target, "4", caught) == Change(ChangeKind.CLEAR)
+
+
+def test_new_voter_waits_until_caught_up():
+    assert next_change(VOTERS, ("n1", "n2", "n3", "n4"), "n1", set()).kind is ChangeKind.WAIT
+    assert next_change(VOTERS, ("n1", "n2", "n3", "n4"), "n1", {"n4"}) == Change(ChangeKind.ADD, "n4")
+    assert next_change(VOTERS, None, "n1", {"n4"}) is None
+
+
+# ---------------------------------------------------------------- AlterPartitionReassignments
+
+def test_non_leader_answers_not_leader():
+    s = replace(N.initial_state("n2", "c"), role=Role.FOLLOWER, epoch=2, leader_id="n1")
+    t = N.handle_message(s, "admin", AlterPartitionReassignmentsRequest(("n1", "n2", "n4")))
+    r = t.sends[0].payload
+    assert r.error is Errors.NOT_LEADER_OR_FOLLOWER and r.leader_id == "n1"
+    assert t.state.log == s.log
+
+
+def test_leader_appends_the_target_then_answers_once_committed():
+    s = leader((lc(2),), 1)
+    t = N.handle_message(s, "admin", AlterPartitionReassignmentsRequest(("n1", "n2", "n4")))
+    assert not t.sends                                       # answered only once committed
+    assert t.state.log[-1].control == VoterAssignment("c", VOTERS, ("n1", "n2", "n4"))
+    again = N.handle_message(t.state, "admin", AlterPartitionReassignmentsRequest(("n1", "n2", "n4")))
+    assert not again.sends and again.state.log == t.state.log
+    done = replace(t.state, high_watermark=2)
+    r = N.handle_message(done, "admin", AlterPartitionReassignmentsRequest(("n1", "n2", "n4")))
+    assert r.sends[0].payload.error is Errors.NONE
+
+
+def test_leader_adds_a_caught_up_observer_only_after_the_target_is_committed():
+    log = (lc(2), va(2, VOTERS, ("n1", "n2", "n3", "n4")))
+    s = leader(log, 1)
+    assert N.reassign_step(s) is None                        # target not committed yet
+    s = leader(log, 2)
+    assert N.reassign_step(s) is None                        # n4 not caught up
+    s = replace(s, follower_end_offset=s.follower_end_offset.set("n4", 2))
+    t = N.handle_timer(s, REASSIGN)
+    assert t.action == "AddVoter" and t.params == {"node": "n1", "nv": "n4"}
+    assert t.state.voter_set == ("n1", "n2", "n3", "n4")    # acts on it at once
+    assert N.handle_timer(t.state, REASSIGN) is None         # one change in flight
+
+
+def test_change_waits_for_a_record_of_the_leaders_own_epoch():
+    log = (lc(1), va(1, VOTERS, ("n1", "n2")))
+    s = leader(log, 2, epoch=2)                              # nothing of epoch 2 committed
+    assert N.reassign_step(s) is None
+    s = leader(log + (lc(2),), 3, epoch=2)
+    assert N.reassign_step(s).action == "RemoveVoter"
+
+
+def test_leader_that_is_the_last_removing_voter_resigns_and_stays_a_voter():
+    log = (lc(2), va(2, ("n1", "n2", "n3"), ("n2", "n3")))
+    t = N.reassign_step(leader(log, 2))
+    assert t.action == "ResignAsLastRemovingVoter"
+    assert t.state.role is Role.RESIGNED and "n1" in t.state.voter_set
+    assert {e.dst for e in t.sends} == {"n2", "n3"}
+
+
+def test_complete_reassignment_clears_the_target():
+    log = (lc(2), va(2, ("n1", "n2", "n3", "n4"), ("n1", "n2", "n3", "n4")))
+    t = N.reassign_step(leader(log, 2))
+    assert t.action == "CompleteReassignment"
+    assert t.state.log[-1].control.target_voters == ()
+
+
+# ---------------------------------------------------------------- followers
+
+def test_follower_acts_on_append_and_reverts_on_truncation():
+    """The draft's "main subtlety"."""
+    s = replace(N.initial_state("n2", "c"), role=Role.FOLLOWER, epoch=2, leader_id="n1",
+                log=(lc(1),), high_watermark=1, fetch_pending=True)
+    rec = va(2, ("n1", "n2"))
+    resp = FetchResponse(Errors.NONE, "n1", 2, 1, 1, 1, (rec,))
+    t = N.handle_message(s, "n1", resp)
+    assert t.state.voter_set == ("n1", "n2")                 # appended, not committed
+    assert QUORUM_STATE not in {p.key for p in t.persist}    # only committed changes persist
+    s2 = replace(t.state, epoch=3, leader_id="n3", fetch_pending=True)
+    div = FetchResponse(Errors.NONE, "n3", 3, 1, 2, 2, (), (1, 1))
+    t2 = N.handle_message(s2, "n3", div)
+    assert t2.state.log == (lc(1),) and t2.state.voter_set == VOTERS
+
+
+def test_quorum_state_persists_the_committed_voters_and_restart_scans_forward():
+    s = replace(N.initial_state("n2", "c"), role=Role.FOLLOWER, epoch=2, leader_id="n1",
+                log=(lc(1),), high_watermark=1, fetch_pending=True)
+    recs = (va(2, ("n1", "n2")), va(2, ("n1", "n2", "n4")))
+    t = N.handle_message(s, "n1", FetchResponse(Errors.NONE, "n1", 2, 2, 1, 1, recs))
+    qs = [p.value for p in t.persist if p.key == QUORUM_STATE][-1]
+    assert (qs.current_voters, qs.applied_offset) == (("n1", "n2"), 2)
+    r = N.restart("n2", {QUORUM_STATE: qs, "log": t.state.log})
+    assert r.state.voter_set == ("n1", "n2", "n4")           # the uncommitted one, by scanning
+    assert (r.state.qs_voters, r.state.qs_offset) == (("n1", "n2"), 2)
+
+
+def test_removed_voter_gets_not_follower_with_valid_data():
+    log = (lc(2), va(2, ("n1", "n2")), Record(2, value="x"))
+    s = leader(log, 3)
+    t = N.handle_message(s, "n3", FetchRequest("c", "n3", 2, 2, 2))
+    r = t.sends[0].payload
+    assert r.error is Errors.NOT_FOLLOWER and r.records == (log[2],)
+    f = replace(N.initial_state("n3", "c"), role=Role.FOLLOWER, epoch=2, leader_id="n1",
+                log=log[:2], voter_set=("n1", "n2"), fetch_pending=True)
+    t2 = N.handle_message(f, "n1", r)
+    assert t2.state.log == log and "n3" not in t2.state.voter_set
+
+
+def test_voter_rejects_a_non_voter_candidate_and_stands_itself():
+    s = replace(N.initial_state("n2", "c"), role=Role.FOLLOWER, epoch=2, leader_id="n1",
+                log=(lc(1),))
+    t = N.handle_message(s, "n4", VoteRequest("c", 3, "n4", 1, 1))
+    reply = [e for e in t.sends if e.dst == "n4"][0].payload
+    assert reply.vote_granted is False and reply.leader_epoch == 3
+    assert t.state.role is Role.CANDIDATE and t.state.epoch == 3     # the request's epoch
+    assert t.action == "HandleVoteRequest"
+
+
+def test_buggy_voter_grants_a_non_voter():
+    bad = ReassignNode(QuorumConfig(voters=VOTERS), "reassign-votes-for-non-voter")
+    s = replace(bad.initial_state("n2", "c"), log=(lc(1),))
+    t = bad.handle_message(s, "n4", VoteRequest("c", 3, "n4", 1, 1))
+    assert t.sends[0].payload.vote_granted is True and t.state.voted_id == "n4"
+
+
+def test_single_voter_bootstrap_leads_at_once_and_commits_in_its_own_step():
+    """KIP-642 draft "Bootstrapping Example": quorum.voters=0 alone."""
+    one = ReassignNode(QuorumConfig(voters=("n1",)))
+    s = one.initial_state("n1", "c")
+    t = one.handle_timer(s, "election")
+    assert t.action == "Timeout" and t.state.role is Role.LEADER and t.state.high_watermark == 0
+    assert has_timer(t, UPDATE_HWM)
+    u = one.handle_timer(t.state, UPDATE_HWM)
+    assert u.action == "UpdateHighWatermark" and u.state.high_watermark == 1
