@@ -266,6 +266,7 @@ def run_child(kind: str, corpus: Path, out: Path, old_code: Path | None = None) 
     r["role_peak_rss_mib"] = {k: round(v / 1024) for k, v in ps.role_peaks.items() if v}
     if kind in ("spark", "spark-old", "duckdb"):
         r["peak_rss_mib"] = r["tree_peak_rss_mib"]
+    print(f"[bench] {kind} done: {json.dumps(r)}", file=sys.stderr, flush=True)
     return r
 
 

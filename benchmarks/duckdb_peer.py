@@ -74,6 +74,7 @@ def run(corpus: Path, out: Path, threads: int = 2, memory_limit: str = "3GB") ->
     con.execute(f"SET memory_limit = '{memory_limit}'")
     con.execute(f"SET temp_directory = '{out / '_spill'}'")
     con.execute("SET preserve_insertion_order = false")
+    con.execute("SET enable_progress_bar = false")
     cols = "{" + ", ".join(f"'{k}': '{v}'" for k, v in COLUMNS.items()) + "}"
     staging = out / "_staging.parquet"
     con.execute(f"""COPY (SELECT * FROM read_json(?, format = 'newline_delimited',
@@ -128,7 +129,7 @@ def run(corpus: Path, out: Path, threads: int = 2, memory_limit: str = "3GB") ->
                       THEN 'steps are not 0..n' END,
                  CASE WHEN footer_steps IS NOT NULL AND n_steps > 0
                            AND footer_steps <> n_steps - 1
-                      THEN 'footer step count differs' END], x -> x IS NOT NULL) AS problems
+                      THEN 'footer step count differs' END], lambda x: x IS NOT NULL) AS problems
         FROM t""")
     con.execute("ALTER TABLE traces ADD COLUMN complete BOOLEAN")
     con.execute("UPDATE traces SET complete = len(problems) = 0")

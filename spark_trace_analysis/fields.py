@@ -41,7 +41,8 @@ def bounds_config(raw: str | None) -> str:
             named = json.loads(raw).get("file")
         except (ValueError, AttributeError):
             named = None
-        named = named if isinstance(named, str) else None
+        if named is not None and not isinstance(named, str):   # as get_json_object gives it
+            named = json.dumps(named, separators=(",", ":"))
     else:
         named = None if t in ("", "null") else t
     return named if named else UNSTATED_BOUNDS

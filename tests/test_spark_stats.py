@@ -488,3 +488,22 @@ def test_tables_are_partitioned_by_protocol_and_bounds_config(run, tmp_path):
     assert {(r.trace_id, r.bounds_config) for r in rows} == {("t-elr", "unstated")}
     with pytest.raises(Exception, match="(?i)parquet"):
         df.select("trace_id").collect()
+
+
+def test_bounds_partition_value_is_the_same_in_the_jvm_and_in_python(run):
+    """ingest.bounds_partition (Spark, the job's partition column) and fields.bounds_config
+    (the benchmark's single-process baselines) give the same folder for every form of the
+    header's `bounds`."""
+    from pyspark.sql import functions as F
+
+    from spark_trace_analysis.fields import bounds_config
+    from spark_trace_analysis.ingest import bounds_partition
+    _, _, spark = run
+    raws = [None, "", "null", "tlc_configs/a.cfg", '{"file":"tlc_configs/b.cfg"}',
+            '{"constants":{"MaxEpoch":2},"file":"x/../c.cfg"}', '{"constants":{}}',
+            '{"file":""}', '{"file":3}']
+    df = spark.createDataFrame([(r,) for r in raws], "bounds string")
+    got = [r.p for r in df.select(bounds_partition(F.col("bounds")).alias("p")).collect()]
+    assert got == [bounds_config(r) for r in raws] == [
+        "unstated", "unstated", "unstated", "tlc_configs/a.cfg", "tlc_configs/b.cfg",
+        "x/../c.cfg", "unstated", "unstated", "3"]
