@@ -29,7 +29,7 @@ clean:
 lock:
 	python3 -m venv .lock-tools && .lock-tools/bin/pip install -q pip-tools
 	.lock-tools/bin/pip-compile -q --generate-hashes --allow-unsafe --all-build-deps \
-	  --extra dev --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --extra dev --extra bench --strip-extras --no-emit-index-url --no-emit-find-links \
 	  -o requirements.lock pyproject.toml
 	rm -rf .lock-tools
 

@@ -237,9 +237,17 @@ class PeakSampler:
         self._t.join()
 
 
-def run_child(kind: str, corpus: Path, out: Path) -> dict:
-    """Run one side in a fresh interpreter; its result JSON is its last stdout line."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", kind,
+def run_child(kind: str, corpus: Path, out: Path, old_code: Path | None = None) -> dict:
+    """Run one side in a fresh interpreter; its result JSON is its last stdout line.
+    `spark-old` runs the benchmark script of `old_code` (a checkout of an earlier commit),
+    whose Spark job is then the one measured: the baseline of the speed-up, under the same
+    load in the same run."""
+    script = Path(__file__).resolve()
+    if kind == "spark-old":
+        if old_code is None:
+            raise ValueError("spark-old needs --old-code")
+        script = old_code / "benchmarks" / "bench_spark.py"
+    cmd = [sys.executable, str(script), "--child", "spark" if kind == "spark-old" else kind,
            "--corpus", str(corpus), "--out", str(out)]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
@@ -256,8 +264,9 @@ def run_child(kind: str, corpus: Path, out: Path) -> dict:
     r["process_wall_s"] = round(process_wall, 1)
     r["tree_peak_rss_mib"] = round(ps.peak / 1024)   # sampled every 0.2 s
     r["role_peak_rss_mib"] = {k: round(v / 1024) for k, v in ps.role_peaks.items() if v}
-    if kind == "spark":
+    if kind in ("spark", "spark-old", "duckdb"):
         r["peak_rss_mib"] = r["tree_peak_rss_mib"]
+    print(f"[bench] {kind} done: {json.dumps(r)}", file=sys.stderr, flush=True)
     return r
 
 
@@ -269,6 +278,15 @@ def child_spark(corpus: Path, out: Path) -> dict:
     s = run_stats([str(corpus)], out, master="local[2]")
     wall = time.monotonic() - t0
     stop_session()
+    return {"wall_s": round(wall, 1), "events": s["steps"], "traces": s["traces"],
+            "events_per_s": round(s["steps"] / wall) if wall else None}
+
+
+def child_duckdb(corpus: Path, out: Path) -> dict:
+    import duckdb_peer
+    t0 = time.monotonic()
+    s = duckdb_peer.run(corpus, out)
+    wall = time.monotonic() - t0
     return {"wall_s": round(wall, 1), "events": s["steps"], "traces": s["traces"],
             "events_per_s": round(s["steps"] / wall) if wall else None}
 
@@ -287,11 +305,17 @@ def child_baseline(corpus: Path, out: Path) -> dict:
 
 # the pyspark-free field lists (spark_trace_analysis.schema imports pyspark; the baseline
 # process never loads it)
-from spark_trace_analysis.fields import REQUIRED, TRACE_SCHEMA, hist_grid  # noqa: E402
+from spark_trace_analysis.fields import (  # noqa: E402
+    REQUIRED, TRACE_SCHEMA, bounds_config, hist_grid)
+PARTS = ["protocol", "bounds_config"]   # ingest.PARTITION_COLUMNS
 LONG_FIELDS = ("seed", "step", "time_ms", "steps")
 LIST_FIELDS = ("model_values", "variables", "violations")
 MAP_FIELDS = ("invariants",)
 PERCENTILE_ACCURACY = 10000     # Spark's percentile_approx default
+
+
+# the baseline's tables partitioned like the Spark job's (ingest.PARTITION_COLUMNS)
+PARTITIONED = ("traces", "metrics", "election_latency", "commit_latency")
 
 
 class _Trace:
@@ -370,7 +394,7 @@ def _first_reach(vals):
 def _trace_metrics(keys: tuple, rows: list):
     """metrics.per_step + trace_metrics + election/commit latencies for one trace's steps
     [(step, time_ms, obs)] with an observation, in step order."""
-    tid, protocol, profile, bug = keys
+    tid, protocol, profile, bug, bcfg = keys
     n = len(rows)
     prev = None
     lost_at = None
@@ -393,7 +417,7 @@ def _trace_metrics(keys: tuple, rows: list):
         if election:
             elections += 1
             lat = t - lost_at if (pl is None and lost_at is not None) else 0
-            el.append((tid, protocol, profile, bug, k, t, leader, o["epoch"], lat))
+            el.append((tid, protocol, profile, bug, bcfg, k, t, leader, o["epoch"], lat))
             pel = prev["eligible"] if prev is not None else None
             if pel is not None and leader not in pel:
                 unclean += 1
@@ -426,6 +450,7 @@ def _trace_metrics(keys: tuple, rows: list):
         prev = o
     duration = max(t for _, t, _ in rows) - min(t for _, t, _ in rows)
     metric = {"trace_id": tid, "protocol": protocol, "fault_profile": profile, "bug": bug,
+              "bounds_config": bcfg,
               "duration_ms": duration, "elections": elections, "leaderless_ms": leaderless,
               "truncations": trunc, "truncated_records": trunc_rec,
               "max_truncation_depth": max_trunc, "data_loss_events": loss,
@@ -436,7 +461,7 @@ def _trace_metrics(keys: tuple, rows: list):
     appended = _first_reach([(t, max(o["log_lens"].values(), default=0)
                               if o["log_lens"] is not None else None) for _, t, o in rows])
     committed = _first_reach([(t, o["hwm_max"]) for _, t, o in rows])
-    cl = [(tid, protocol, profile, bug, off, appended[off], committed[off],
+    cl = [(tid, protocol, profile, bug, bcfg, off, appended[off], committed[off],
            committed[off] - appended[off]) for off in sorted(appended) if off in committed]
     return metric, el, cl
 
@@ -480,7 +505,8 @@ def baseline(corpus: Path, out: Path) -> dict:
     actions: dict[tuple, list] = defaultdict(lambda: [0, 0])       # steps, traces
     conf: dict[tuple, dict] = {}
     step_cols = ("trace_id", "step", "time_ms", "action", "node", "params", "state", "fp",
-                 "obs", "unknown_action", "bug", "bounds", "file", "protocol", "fault_profile")
+                 "obs", "unknown_action", "bug", "bounds", "file", "protocol", "fault_profile",
+                 "bounds_config")
     cols: dict[str, list] = {c: [] for c in step_cols}
     part = [0]
 
@@ -489,7 +515,7 @@ def baseline(corpus: Path, out: Path) -> dict:
             return
         t = pa.table({**{c: cols[c] for c in step_cols if c != "obs"},
                       "obs": pa.array(cols["obs"], type=obs_type)})
-        pq.write_to_dataset(t, str(out / "steps"), partition_cols=["protocol", "fault_profile"],
+        pq.write_to_dataset(t, str(out / "steps"), partition_cols=PARTS,
                             basename_template=f"part-{part[0]:05d}-{{i}}.parquet")
         part[0] += 1
         for v in cols.values():
@@ -500,6 +526,7 @@ def baseline(corpus: Path, out: Path) -> dict:
         h = tr.headers[0] if tr.headers else {}
         protocol, profile, bug = h.get("protocol"), h.get("fault_profile"), h.get("bug")
         bounds = _text(h.get("bounds"))
+        bcfg = bounds_config(bounds)
         known = frozenset()     # an unknown protocol's actions are not judged (as ingest)
         if protocol is not None:
             known = vocab.get(protocol)
@@ -524,7 +551,8 @@ def baseline(corpus: Path, out: Path) -> dict:
                              obs, log_lens=list(obs["log_lens"].items()),
                              hwms=list(obs["hwms"].items()))),
                          ("unknown_action", unknown), ("bug", bug), ("bounds", bounds),
-                         ("file", f), ("protocol", p_out), ("fault_profile", f_out)):
+                         ("file", f), ("protocol", p_out), ("fault_profile", f_out),
+                         ("bounds_config", bcfg)):
                 cols[c].append(v)
             step_nums.append(k)
             times.append(t_ms)
@@ -559,7 +587,7 @@ def baseline(corpus: Path, out: Path) -> dict:
             problems.append("has bad rows")
         inv = (footer or {}).get("invariants") or {}
         trace_rows.append({
-            "trace_id": tr.tid, "file": tr.file, "protocol": p_out,
+            "trace_id": tr.tid, "file": tr.file, "protocol": p_out, "bounds_config": bcfg,
             "seed": h.get("seed"), "fault_profile": f_out, "bug": bug, "bounds": bounds,
             "spec_module": h.get("spec_module"), "n_steps": n,
             "duration_ms": max(times) - min(times) if times else None,
@@ -576,7 +604,7 @@ def baseline(corpus: Path, out: Path) -> dict:
         c[f"steps_{verdict}"] += n
         if obs_rows:
             obs_rows.sort(key=lambda r: r[0])
-            m, el, cl = _trace_metrics((tr.tid, p_out, f_out, bug_out), obs_rows)
+            m, el, cl = _trace_metrics((tr.tid, p_out, f_out, bug_out, bcfg), obs_rows)
             metrics.append(m)
             elections.extend(el)
             commits.extend(cl)
@@ -630,7 +658,10 @@ def baseline(corpus: Path, out: Path) -> dict:
         tbl = (pa.Table.from_pylist(rows, schema=schema) if rows or schema is None
                else schema.empty_table())
         (out / name).mkdir()
-        pq.write_table(tbl, str(out / name / "part-00000.parquet"))
+        if name in PARTITIONED and tbl.num_rows:
+            pq.write_to_dataset(tbl, str(out / name), partition_cols=PARTS)
+        else:
+            pq.write_table(tbl, str(out / name / "part-00000.parquet"))
 
     verdict_rows = [{"trace_id": r["trace_id"],
                      "verdict": "unchecked" if r["complete"] else "malformed",
@@ -647,9 +678,11 @@ def baseline(corpus: Path, out: Path) -> dict:
     action_rows = [{"protocol": p, "action": a, "steps": v[0], "traces": v[1], "failures": 0}
                    for (p, a), v in sorted(actions.items(), key=lambda kv: (kv[0][0], -kv[1][0],
                                                                             kv[0][1]))]
-    el_rows = [dict(zip(("trace_id", "protocol", "fault_profile", "bug", "step", "time_ms",
+    el_rows = [dict(zip(("trace_id", "protocol", "fault_profile", "bug", "bounds_config",
+                         "step", "time_ms",
                          "leader", "epoch", "latency_ms"), e)) for e in elections]
-    cl_rows = [dict(zip(("trace_id", "protocol", "fault_profile", "bug", "offset",
+    cl_rows = [dict(zip(("trace_id", "protocol", "fault_profile", "bug", "bounds_config",
+                         "offset",
                          "appended_ms", "committed_ms", "latency_ms"), c)) for c in commits]
     by: dict[tuple, dict] = defaultdict(lambda: {"m": [], "el": [], "cl": []})
     for m in metrics:
@@ -825,7 +858,8 @@ def compare(spark_out: Path, base_out: Path) -> dict:
     lat: dict[str, dict] = {}
     for name in ("election_latency", "commit_latency"):
         d: dict[tuple, list] = defaultdict(list)
-        for r in ds.dataset(str(base_out / name), format="parquet").to_table(
+        for r in ds.dataset(str(base_out / name), format="parquet",
+                            partitioning="hive").to_table(
                 columns=["protocol", "fault_profile", "latency_ms"]).to_pylist():
             d[(r["protocol"], r["fault_profile"])].append(r["latency_ms"])
         lat[name] = {k: sorted(v) for k, v in d.items()}
@@ -849,6 +883,55 @@ def compare(spark_out: Path, base_out: Path) -> dict:
             "distinct_states": len(fb)}
 
 
+def compare_duckdb(spark_out: Path, duck_out: Path) -> dict:
+    """The DuckDB peer's statistics against the Spark job's: summary counts and verdicts,
+    traces (form columns), conformance, actions, election and commit latencies row for row,
+    and coverage (distinct states, distinct transitions of Spark's steps table)."""
+    import duckdb
+    checks: dict[str, bool] = {}
+    notes: list[str] = []
+    ss = json.loads((spark_out / "summary.json").read_text())
+    ds_ = json.loads((duck_out / "summary.json").read_text())
+    for k in ("traces", "steps", "lines", "verdicts"):
+        checks[f"summary.{k}"] = ss[k] == ds_[k]
+        if not checks[f"summary.{k}"]:
+            notes.append(f"summary {k}: spark {ss[k]} duckdb {ds_[k]}")
+    tables = {
+        "traces": ("trace_id", "protocol", "fault_profile", "bug", "bounds_config", "n_steps",
+                   "duration_ms", "problems", "complete"),
+        "conformance": None, "actions": None,
+        "election_latency": COMPARED["election_latency"] + ("bounds_config",),
+        "commit_latency": COMPARED["commit_latency"] + ("bounds_config",),
+    }
+    for t, cols in tables.items():
+        dpath = duck_out / t if (duck_out / t).is_dir() else duck_out / f"{t}.parquet"
+        if cols is None:
+            import pyarrow.parquet as pq
+            cols = sorted(pq.read_schema(dpath).names)
+        a, b = _read_rows(spark_out / t, cols), _read_rows(dpath, cols)
+        checks[f"table.{t}"] = a == b
+        if a != b:
+            notes.append(f"{t}: spark {len(a)} rows, duckdb {len(b)}; first differing "
+                         f"{next(((x, y) for x, y in zip(a, b) if x != y), None)}")
+    con = duckdb.connect()
+    n_states, n_edges = con.execute(f"""
+        WITH s AS (SELECT * FROM read_parquet('{spark_out / 'steps'}/**/*.parquet',
+                                              hive_partitioning = true)),
+             e AS (SELECT lag(fp) OVER (PARTITION BY trace_id ORDER BY step) AS src, action,
+                          fp FROM s)
+        SELECT (SELECT count(DISTINCT fp) FROM s),
+               (SELECT count(*) FROM (SELECT DISTINCT src, action, fp FROM e
+                                      WHERE src IS NOT NULL))""").fetchone()
+    con.close()
+    checks["coverage.distinct_states"] = n_states == ds_["distinct_states"]
+    checks["coverage.distinct_transitions"] = n_edges == ds_["distinct_transitions"]
+    if not (checks["coverage.distinct_states"] and checks["coverage.distinct_transitions"]):
+        notes.append(f"coverage: spark {n_states} states {n_edges} transitions, duckdb "
+                     f"{ds_['distinct_states']} / {ds_['distinct_transitions']}")
+    return {"agree": all(checks.values()), "checks": checks, "notes": notes,
+            "distinct_transitions": n_edges}
+
+
 # --------------------------------------------------------------------------- main
 
 def _flatness(results: list[dict]) -> dict | None:
@@ -857,12 +940,12 @@ def _flatness(results: list[dict]) -> dict | None:
         return None
     lo, hi = results[0], results[-1]
     out = {"events": [lo["events_requested"], hi["events_requested"]]}
-    for side in ("spark", "baseline"):
+    for side in ("spark_old", "spark", "duckdb", "baseline"):
         if side in lo and side in hi:
             a, b = lo[side]["peak_rss_mib"], hi[side]["peak_rss_mib"]
             out[side] = {"peak_rss_mib": [a, b], "ratio": round(b / a, 2) if a else None}
             ra, rb = lo[side].get("role_peak_rss_mib", {}), hi[side].get("role_peak_rss_mib", {})
-            if side == "spark" and ra and rb:
+            if side.startswith("spark") and ra and rb:
                 out[side]["by_role_mib"] = {k: [ra.get(k), rb.get(k)] for k in sorted(ra | rb)}
     return out
 
@@ -873,15 +956,21 @@ def main(argv=None) -> int:
                     help="comma-separated event counts, ascending (default 1M and 10M)")
     ap.add_argument("--work", default=str(work_dir() / "bench_spark"))
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--old-code", type=Path,
+                    help="a checkout of an earlier commit (git worktree add DIR COMMIT): its "
+                         "Spark job runs too, first, as the baseline of the speed-up")
+    ap.add_argument("--no-duckdb", action="store_true",
+                    help="leave out the DuckDB peer (the `bench` extra)")
     ap.add_argument("--keep-outputs", action="store_true",
                     help="keep both sides' output tables (removed after the comparison)")
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--child", choices=("spark", "baseline"), help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=("spark", "baseline", "duckdb"), help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.child:
-        run = child_spark if a.child == "spark" else child_baseline
+        run = {"spark": child_spark, "baseline": child_baseline,
+               "duckdb": child_duckdb}[a.child]
         print(json.dumps(run(Path(a.corpus), Path(a.out))), flush=True)
         return 0
     try:
@@ -899,7 +988,22 @@ def main(argv=None) -> int:
         size = sum(f.stat().st_size for f in corpus.glob("*.jsonl"))
         r = {"events_requested": n, "generate_s": gen_s, "corpus_mib": round(size / 2**20, 1)}
         spark_out, base_out = work / f"out-spark-{n}", work / f"out-baseline-{n}"
+        r["corpus_bytes"] = size
+        if a.old_code:
+            old_out = work / f"out-spark-old-{n}"
+            r["spark_old"] = run_child("spark-old", corpus, old_out, a.old_code)
+            shutil.rmtree(old_out, ignore_errors=True)
         r["spark"] = run_child("spark", corpus, spark_out)
+        if not a.no_duckdb:
+            duck_out = work / f"out-duckdb-{n}"
+            r["duckdb"] = run_child("duckdb", corpus, duck_out)
+            dc = compare_duckdb(spark_out, duck_out)
+            r["duckdb_agree"], r["duckdb_checks"], r["duckdb_notes"] = (
+                dc["agree"], dc["checks"], dc["notes"])
+            if not a.keep_outputs:
+                shutil.rmtree(duck_out, ignore_errors=True)
+        if a.old_code:
+            r["speedup_vs_old"] = round(r["spark_old"]["wall_s"] / r["spark"]["wall_s"], 2)
         if not a.no_baseline:
             r["baseline"] = run_child("baseline", corpus, base_out)
             cmp = compare(spark_out, base_out)
@@ -909,6 +1013,9 @@ def main(argv=None) -> int:
             # a ratio of different work would mislead: only when the statistics agree
             r["speed_ratio"] = (round(b["wall_s"] / s["wall_s"], 2)
                                 if s["wall_s"] and r["agree"] else None)
+        for side in ("spark_old", "spark", "duckdb", "baseline"):
+            if side in r and r[side]["wall_s"]:
+                r[side]["mb_per_s"] = round(size / 1e6 / r[side]["wall_s"], 1)
         if not a.keep_outputs:
             shutil.rmtree(spark_out, ignore_errors=True)
             shutil.rmtree(base_out, ignore_errors=True)
@@ -923,26 +1030,37 @@ def main(argv=None) -> int:
                           "memory_flatness": flat}, indent=2))
     elif flat:
         print(f"peak memory from {flat['events'][0]:,} to {flat['events'][1]:,} events:")
-        for side in ("spark", "baseline"):
+        for side in ("spark_old", "spark", "duckdb", "baseline"):
             if side in flat:
                 f = flat[side]
                 print(f"  {side:8} {f['peak_rss_mib'][0]} -> {f['peak_rss_mib'][1]} MiB "
                       f"(ratio {f['ratio']})")
                 for role, (a, b) in f.get("by_role_mib", {}).items():
                     print(f"    {role:15} {a} -> {b} MiB (each role's own peak)")
-    return 0 if all(r.get("agree", True) for r in results) else 1
+    return 0 if all(r.get("agree", True) and r.get("duckdb_agree", True)
+                    for r in results) else 1
 
 
 def _print(r: dict) -> None:
-    s = r["spark"]
     print(f"{r['events_requested']:>11,} events  ({r['corpus_mib']} MiB, generated in "
           f"{r['generate_s']} s)")
-    print(f"  spark local[2]:  {s['wall_s']:>8} s  {s['events_per_s']:>9,} events/s  "
-          f"peak RSS {s['peak_rss_mib']} MiB (whole process tree)")
+    for side, label in (("spark_old", "spark (old code)"), ("spark", "spark local[2]"),
+                        ("duckdb", "duckdb 2 threads")):
+        if side in r:
+            s = r[side]
+            print(f"  {label:17} {s['wall_s']:>8} s  {s['events_per_s']:>9,} events/s  "
+                  f"{s.get('mb_per_s')} MB/s  peak RSS {s['peak_rss_mib']} MiB "
+                  f"(whole process tree)")
+    if "speedup_vs_old" in r:
+        print(f"  speed-up of the Spark job over the old code: {r['speedup_vs_old']}x")
+    if "duckdb_agree" in r:
+        print(f"  duckdb computes the same statistics as spark: {r['duckdb_agree']}")
+        for note in r["duckdb_notes"]:
+            print(f"    differs: {note}")
     if "baseline" in r:
         b = r["baseline"]
-        print(f"  baseline 1 proc: {b['wall_s']:>8} s  {b['events_per_s']:>9,} events/s  "
-              f"peak RSS {b['peak_rss_mib']} MiB")
+        print(f"  {'baseline 1 proc':17} {b['wall_s']:>8} s  {b['events_per_s']:>9,} events/s  "
+              f"{b.get('mb_per_s')} MB/s  peak RSS {b['peak_rss_mib']} MiB")
         print(f"  wall time baseline/spark {r['speed_ratio']} (above 1: Spark is faster); "
               f"same statistics: {r['agree']}")
         for note in r["notes"]:

@@ -24,3 +24,25 @@ def hist_grid(lo: int, hi: int, bins: int = HIST_BINS) -> tuple[int, int]:
     falls in bin (x - origin) // width, which covers [origin + bin*width, origin + (bin+1)*width)."""
     origin = min(lo, 0)
     return origin, (hi - origin) // bins + 1
+
+# The partition value of a trace's bounds config (ingest.bounds_partition, in the JVM; the
+# benchmark's single-process baselines use this one).
+UNSTATED_BOUNDS = "unstated"
+
+
+def bounds_config(raw: str | None) -> str:
+    """The config file a header's `bounds` (its JSON text) names, or `unstated`."""
+    import json
+    if raw is None:
+        return UNSTATED_BOUNDS
+    t = raw.strip()
+    if t.startswith("{"):
+        try:
+            named = json.loads(raw).get("file")
+        except (ValueError, AttributeError):
+            named = None
+        if named is not None and not isinstance(named, str):   # as get_json_object gives it
+            named = json.dumps(named, separators=(",", ":"))
+    else:
+        named = None if t in ("", "null") else t
+    return named if named else UNSTATED_BOUNDS

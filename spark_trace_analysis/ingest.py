@@ -14,8 +14,16 @@ its ordinal inside the block (`monotonically_increasing_id` numbers the rows of 
 order; blocks of one file are numbered by prefix sums of their row counts), so they are exact
 for files larger than a Spark partition too, on any Hadoop file system.
 
-The scan runs once: the parsed lines, each step's state fingerprint and observations included,
-are written to a staging Parquet table, and the output tables are cheap column scans of it.
+The input is scanned once: the JVM parses every line (from_json with the explicit schema) into
+a staging Parquet table.  Python runs only over the DISTINCT state texts of that table (bounded
+runs repeat states: 10M steps of the benchmark hold a few thousand): one vectorised Arrow UDF
+computes each distinct state's fingerprint (`kraftcheck.values.fingerprint`, the one graph
+states get too, so the two join) and observations once, into a small `states` table that the
+steps are joined with (a broadcast hash join when it is small, chosen by adaptive execution).
+
+Layout: `steps` and `traces` are partitioned by `protocol` and `bounds_config` (the config file
+the trace header's `bounds` names, `unstated` without one; `bounds_partition`), so a later job
+over one protocol or one bounds config reads only its folder.
 """
 
 from __future__ import annotations
@@ -33,7 +41,36 @@ from spark_trace_analysis.schema import CORRUPT, LINE, REQUIRED, STATE_INFO, TRA
 from spark_trace_analysis.vocabulary import known_actions
 
 __all__ = ["InputError", "expand_inputs", "read_lines", "parse_lines", "ingest_traces",
-           "ingest_verdicts"]
+           "ingest_verdicts", "bounds_partition", "PARTITION_COLUMNS", "input_bytes"]
+
+# The partition columns of the per-trace and per-step tables (steps, traces, metrics,
+# election_latency, commit_latency): a job over one protocol or one bounds config reads only
+# its folders (partition pruning).
+PARTITION_COLUMNS = ("protocol", "bounds_config")
+UNSTATED_BOUNDS = "unstated"
+
+
+def bounds_partition(bounds: F.Column) -> F.Column:
+    """The `bounds_config` partition value of a header's `bounds` (its JSON text): the config
+    file it names (the object's `file`, or the string itself), `unstated` when it names none.
+    The same rule as coverage.bounds_file, in the JVM."""
+    t = F.trim(bounds)
+    named = (F.when(t.startswith("{"), F.get_json_object(bounds, "$.file"))
+             .when((t == "") | (t == "null"), F.lit(None)).otherwise(t))
+    return F.coalesce(F.when(named != "", named), F.lit(UNSTATED_BOUNDS))
+
+
+def input_bytes(files: list[str]) -> int | None:
+    """Total size of local input files (None when some are URIs: Spark sizes those itself)."""
+    total = 0
+    for f in files:
+        if "://" in f:
+            return None
+        try:
+            total += Path(f).stat().st_size
+        except OSError:
+            return None
+    return total
 
 
 class InputError(ValueError):
@@ -100,8 +137,11 @@ def _state_info(texts: pa.Array) -> pa.Array:
     return state_info_arrow(texts)
 
 
-def parse_lines(lines: DataFrame) -> DataFrame:
-    """Parse every line with schema.LINE; `reason` says why a line is bad (null when good)."""
+def parse_lines(lines: DataFrame, common_actions: Iterable[str] | None = None) -> DataFrame:
+    """Parse every line with schema.LINE; `reason` says why a line is bad (null when good).
+    `value` keeps the first 300 characters of a line only where a bad row may show them: bad
+    lines, headers and footers, and steps whose action is not in `common_actions` (the union
+    of every vocabulary; None keeps every line's text)."""
     j = F.from_json("value", LINE, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
     cols = [F.col(f"j.{f.name}").alias(f.name) for f in LINE.fields]
     df = lines.withColumn("j", j).select("file", "block", "row", "value", *cols)
@@ -122,11 +162,21 @@ def parse_lines(lines: DataFrame) -> DataFrame:
     cases.append(((kind == "header") & (F.col("schema") != TRACE_SCHEMA),
                   F.concat(F.lit("unknown schema "), F.col("schema"))))
     df = df.withColumn("reason", _first_reason(cases))
-    info = F.when(F.col("reason").isNull() & (kind == "step"), _state_info(F.col("state")))
-    df = df.withColumn("info", info)
-    df = df.withColumn("reason", F.coalesce(F.col("reason"), F.col("info.error")))
-    # bad rows show the first 300 characters of their line; the rest is not kept
-    return df.withColumn("value", F.substring("value", 1, 300)).drop(CORRUPT)
+    text = F.substring("value", 1, 300)
+    if common_actions is not None:
+        # a good step of a common action never becomes a bad row: its text is not kept
+        common = sorted(common_actions)
+        text = F.when(F.col("reason").isNotNull() | (kind != "step")
+                      | ~F.coalesce(F.col("action").isin(*common), F.lit(False)), text)
+    return df.withColumn("value", text).drop(CORRUPT)
+
+
+def state_table(lines: DataFrame) -> DataFrame:
+    """(state, info) for each DISTINCT state text of the good step lines: the one Python pass
+    (a vectorised Arrow UDF: fingerprint, decoding error, observations)."""
+    return (lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
+            .select("state").distinct()
+            .select("state", _state_info(F.col("state")).alias("info")))
 
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
@@ -139,13 +189,27 @@ def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, 
     return spark.createDataFrame(rows, "protocol string, action string")
 
 
+# Above this many distinct states the state table is joined by a shuffle, not broadcast.
+BROADCAST_STATES = 200_000
+
+
 def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Path,
                   extra_actions: dict[str, set[str]] | None = None, say=None) -> dict:
-    """Write out/traces, out/steps (partitioned by protocol, fault_profile) and out/bad_rows."""
+    """Write out/traces, out/steps (both partitioned by PARTITION_COLUMNS) and out/bad_rows."""
     say = say or (lambda _m: None)
-    say("parsing lines and fingerprinting states")
-    parse_lines(read_lines(spark, files)).write.mode("overwrite").parquet(str(staging))
-    lines = spark.read.parquet(str(staging))
+    extra = extra_actions or {}
+    common = set().union(*(known_actions(p) for p in ("kraft", "elr")), *extra.values())
+    say("parsing lines (one scan of the input)")
+    parse_lines(read_lines(spark, files), common).write.mode("overwrite").parquet(
+        str(staging / "lines"))
+    lines = spark.read.parquet(str(staging / "lines"))
+    say("fingerprinting and observing each distinct state once")
+    state_table(lines).write.mode("overwrite").parquet(str(staging / "states"))
+    states = spark.read.parquet(str(staging / "states"))
+    n_states = states.count()
+    bad_states = states.filter(F.col("info.error").isNotNull()).select(
+        "state", F.col("info.error").alias("state_error"))
+    has_bad_states = bad_states.limit(1).count() > 0
     good = lines.filter(F.col("reason").isNull())
 
     headers = (good.filter(F.col("kind") == "header")
@@ -154,37 +218,44 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
                     F.countDistinct("file").alias("n_header_files"),
                     *[F.first(c, ignorenulls=True).alias(c) for c in (
                         "file", "protocol", "seed", "fault_profile", "bug", "bounds",
-                        "spec_module", "variables")]))
+                        "spec_module", "variables")])
+               .withColumn("bounds_config", bounds_partition(F.col("bounds"))))
     protocols = [r.protocol for r in headers.select("protocol").distinct().collect()
                  if r.protocol is not None]
-    vocab = _vocabulary(spark, protocols, extra_actions or {})
+    vocab = _vocabulary(spark, protocols, extra)
 
-    header_only = ("kind", "schema", "protocol", "seed", "fault_profile", "bug", "bounds",
-                   "spec_module", "model_values", "variables", "steps", "end_reason",
-                   "invariants", "violations")
-    steps = (good.filter(F.col("kind") == "step").drop(*header_only)
-             .join(F.broadcast(headers.select("trace_id", "protocol", "fault_profile", "bug",
-                                              "bounds")), "trace_id", "left"))
-    if vocab is not None:
+    def judged_steps(df: DataFrame) -> DataFrame:
+        """Good step lines with their trace's header fields and `unknown_action`."""
+        df = df.join(F.broadcast(headers.select("trace_id", "protocol", "fault_profile", "bug",
+                                                "bounds", "bounds_config")), "trace_id", "left")
+        if vocab is None:
+            return df.withColumn("unknown_action", F.lit(False))
         judged = sorted({r.protocol for r in vocab.select("protocol").distinct().collect()})
-        steps = (steps.join(F.broadcast(vocab.withColumn("known", F.lit(True))),
-                            ["protocol", "action"], "left")
-                 .withColumn("unknown_action", F.col("protocol").isin(*judged)
-                             & F.col("known").isNull())
-                 .drop("known"))
-    else:
-        steps = steps.withColumn("unknown_action", F.lit(False))
+        return (df.join(F.broadcast(vocab.withColumn("known", F.lit(True))),
+                        ["protocol", "action"], "left")
+                .withColumn("unknown_action", F.col("protocol").isin(*judged)
+                            & F.col("known").isNull())
+                .drop("known"))
 
-    # A step line is bad either at parse time (in `lines`; the line is dropped) or for its
-    # action (a bad row that stays in `steps`, flagged `unknown_action`: the trace is read as
-    # the checker reads it, and validation fails at that step unless the state is unchanged).
-    bad = (lines.filter(F.col("reason").isNotNull())
-           .select("file", "block", "row", "trace_id", "reason", "value",
-                   F.lit(False).alias("in_steps"))
-           .unionByName(steps.filter(F.col("unknown_action"))
-                        .select("file", "block", "row", "trace_id",
-                                F.concat(F.lit("unknown action "), F.col("action")).alias("reason"),
-                                "value", F.lit(True).alias("in_steps"))))
+    step_lines = good.filter(F.col("kind") == "step")
+    # A step line is bad at parse time (the line is dropped), for its state (not ITF: dropped
+    # too), or for its action (a bad row that stays in `steps`, flagged `unknown_action`: the
+    # trace is read as the checker reads it, and validation fails at that step unless the
+    # state is unchanged).
+    bad = lines.filter(F.col("reason").isNotNull()).select(
+        "file", "block", "row", "trace_id", "reason", "value", F.lit(False).alias("in_steps"))
+    unknown = judged_steps(step_lines.select("trace_id", "action", "state", "file", "block",
+                                             "row", "value")).filter(F.col("unknown_action"))
+    if has_bad_states:
+        bad_state_lines = step_lines.join(F.broadcast(bad_states), "state")
+        bad = bad.unionByName(bad_state_lines.select(
+            "file", "block", "row", "trace_id", F.col("state_error").alias("reason"), "value",
+            F.lit(False).alias("in_steps")))
+        unknown = unknown.join(F.broadcast(bad_states.select("state")), "state", "left_anti")
+    bad = bad.unionByName(unknown.select(
+        "file", "block", "row", "trace_id",
+        F.concat(F.lit("unknown action "), F.col("action")).alias("reason"), "value",
+        F.lit(True).alias("in_steps")))
     say("bad rows")
     bad = with_line_numbers(bad, lines.select("file", "block", "row"))
     (bad.select("file", "line", "trace_id", "reason", F.substring("value", 1, 300).alias("text"),
@@ -192,15 +263,22 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
      .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows")))
     bad_rows = spark.read.parquet(str(out / "bad_rows"))
 
+    info = states.filter(F.col("info.error").isNull())
+    if n_states <= BROADCAST_STATES:
+        info = F.broadcast(info)
+    steps = judged_steps(step_lines.drop(*HEADER_ONLY, "value").join(info, "state"))
     ok_steps = steps.select("trace_id", "step", "time_ms", "action",
                             F.coalesce(F.get_json_object("params", "$.node"),
                                        F.get_json_object("params", "$.broker")).alias("node"),
                             "params", "state", F.col("info.fp").alias("fp"),
                             F.col("info.obs").alias("obs"), "unknown_action", "bug", "bounds",
-                            "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
-                            F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"))
+                            "file",
+                            F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
+                            F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
+                            F.coalesce("bounds_config", F.lit(UNSTATED_BOUNDS))
+                            .alias("bounds_config"))
     say("steps table")
-    (ok_steps.write.mode("overwrite").partitionBy("protocol", "fault_profile")
+    (ok_steps.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS)
      .parquet(str(out / "steps")))
     steps_t = spark.read.parquet(str(out / "steps"))
 
@@ -211,7 +289,13 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         "steps": steps_t.count(),
         "bad_rows": bad_rows.count(),
         "traces": spark.read.parquet(str(out / "traces")).count(),
+        "distinct_states": n_states,
     }
+
+
+HEADER_ONLY = ("kind", "schema", "protocol", "seed", "fault_profile", "bug", "bounds",
+               "spec_module", "model_values", "variables", "steps", "end_reason", "invariants",
+               "violations")
 
 
 def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_rows: DataFrame,
@@ -256,12 +340,14 @@ def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_ro
         F.when(F.col("bad_rows") > F.col("unknown_actions"), F.lit("has bad rows")),
     ))
     (t.select("trace_id", "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
+              F.coalesce("bounds_config", F.lit(UNSTATED_BOUNDS)).alias("bounds_config"),
               "seed", F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
               "bug", "bounds", "spec_module", "n_steps", "duration_ms", "footer_steps",
               "end_reason", F.coalesce("violated", F.array().cast("array<string>")).alias("violated"),
               "bad_rows", "unknown_actions", problems.alias("problems"))
      .withColumn("complete", F.size("problems") == 0)
-     .coalesce(2).write.mode("overwrite").parquet(str(out / "traces")))
+     .repartition(*PARTITION_COLUMNS)
+     .write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / "traces")))
 
 
 def checker_summary_to_lines(path: Path, dest: Path) -> Path:

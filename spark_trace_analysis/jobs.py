@@ -24,7 +24,7 @@ from spark_trace_analysis import reassign_metrics   # KIP-642 (issue 12)
 from spark_trace_analysis.graph import GraphError, load_graph_tables
 from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
-from spark_trace_analysis.session import get_session
+from spark_trace_analysis.session import get_session, size_shuffles
 
 __all__ = ["run_stats", "InputError", "GraphError"]
 
@@ -39,6 +39,13 @@ def _rows(df: DataFrame, limit: int | None = None) -> list[dict]:
 
 def _write(df: DataFrame, path: Path, parts: int = 1) -> DataFrame:
     df.coalesce(parts).write.mode("overwrite").parquet(str(path))
+    return df.sparkSession.read.parquet(str(path))
+
+
+def _write_partitioned(df: DataFrame, path: Path) -> DataFrame:
+    """A per-trace or per-event table, partitioned by protocol and bounds config."""
+    cols = ingest.PARTITION_COLUMNS
+    (df.repartition(*cols).write.mode("overwrite").partitionBy(*cols).parquet(str(path)))
     return df.sparkSession.read.parquet(str(path))
 
 
@@ -84,6 +91,7 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         raise InputError("--graph-bounds needs --graph")
     say("starting Spark")
     spark = get_session(master)
+    size_shuffles(spark, ingest.input_bytes(files))
     g = None
     if graph_src:
         say(f"loading the state graph {graph_src}")
@@ -94,12 +102,12 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     say(f"ingesting {len(files)} files")
     counts = ingest.ingest_traces(spark, files, tmp, tmp / "_staging", extra_actions=extra,
                                   say=lambda m: say(f"  {m}"))
-    ingest.remove(tmp / "_staging")
     traces = spark.read.parquet(str(tmp / "traces"))
     steps = spark.read.parquet(str(tmp / "steps"))
     summary: dict = {"files": len(files), "master": spark.sparkContext.master,
                      "traces": counts["traces"], "steps": counts["steps"],
                      "lines": counts["lines"], "bad_rows": counts["bad_rows"],
+                     "distinct_states": counts["distinct_states"],
                      "graph": g.name if g else None, "agreement": None}
 
     dist = None
@@ -183,10 +191,14 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
             if a["in_graph"] and a["edges_visited"] == 0)
 
     say("protocol metrics")
-    ps = metrics.per_step(steps)
-    tm = _write(metrics.trace_metrics(ps), tmp / "metrics", 2)
-    el = _write(metrics.election_latencies(ps), tmp / "election_latency", 2)
-    cl = _write(metrics.commit_latencies(ps), tmp / "commit_latency", 2)
+    # the per-step observations (one window over each trace) are computed once, then every
+    # per-step table (metrics.PER_STEP_TABLES) is a scan of them
+    metrics.per_step(steps).write.mode("overwrite").parquet(str(tmp / "_staging" / "per_step"))
+    ps = spark.read.parquet(str(tmp / "_staging" / "per_step"))
+    per = {name: _write_partitioned(fn(ps), tmp / name)
+           for name, fn in metrics.PER_STEP_TABLES.items()}
+    ingest.remove(tmp / "_staging")
+    tm, el, cl = per["metrics"], per["election_latency"], per["commit_latency"]
     mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
     mb = _write(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
 

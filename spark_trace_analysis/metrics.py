@@ -17,15 +17,18 @@ each metric; in short (times are virtual ms):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_trace_analysis.fields import HIST_BINS, hist_grid
 
 __all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies",
-           "metrics_by_profile", "metrics_by_bug", "latency_histogram"]
+           "metrics_by_profile", "metrics_by_bug", "latency_histogram", "PER_STEP_TABLES",
+           "register_per_step_table"]
 
-KEYS = ("trace_id", "protocol", "fault_profile", "bug")
+KEYS = ("trace_id", "protocol", "fault_profile", "bug", "bounds_config")
 
 
 def per_step(steps: DataFrame) -> DataFrame:
@@ -33,7 +36,7 @@ def per_step(steps: DataFrame) -> DataFrame:
     upto = w.rowsBetween(Window.unboundedPreceding, 0)
     s = steps.filter(F.col("obs").isNotNull()).select(
         "trace_id", "protocol", "fault_profile", F.coalesce("bug", F.lit("none")).alias("bug"),
-        "step", "time_ms", "action", "obs.*")
+        "bounds_config", "step", "time_ms", "action", "obs.*")
     s = (s.withColumn("prev_leader", F.lag("leader").over(w))
          .withColumn("prev_epoch", F.lag("epoch").over(w))
          .withColumn("prev_lens", F.lag("log_lens").over(w))
@@ -69,7 +72,13 @@ def per_step(steps: DataFrame) -> DataFrame:
     s = s.withColumn("unclean", F.col("election") & F.col("prev_eligible").isNotNull()
                      & ~F.coalesce(F.expr("array_contains(prev_eligible, leader)"), F.lit(False)))
     s = s.withColumn("max_len", F.expr("aggregate(map_values(log_lens), 0L, (a, x) -> greatest(a, x))"))
-    return s
+    # first-reach times of log offsets (commit latency): the running maxima of the longest
+    # log and the highest HWM, and their values at the previous step (one more window over
+    # the same partitioning and order: no further shuffle)
+    s = (s.withColumn("run_len", F.max("max_len").over(upto))
+         .withColumn("run_hwm", F.max("hwm_max").over(upto)))
+    return (s.withColumn("prev_run_len", F.coalesce(F.lag("run_len").over(w), F.lit(0)))
+            .withColumn("prev_run_hwm", F.coalesce(F.lag("run_hwm").over(w), F.lit(0))))
 
 
 def trace_metrics(ps: DataFrame) -> DataFrame:
@@ -99,23 +108,37 @@ def election_latencies(ps: DataFrame) -> DataFrame:
                     F.col("election_latency").alias("latency_ms")))
 
 
-def _first_reach(ps: DataFrame, col: str, name: str) -> DataFrame:
-    w = Window.partitionBy("trace_id").orderBy("step")
-    r = (ps.select("trace_id", "step", "time_ms", F.col(col).alias("v"))
-         .withColumn("run", F.max("v").over(w.rowsBetween(Window.unboundedPreceding, 0)))
-         .withColumn("prev", F.coalesce(F.lag("run").over(w), F.lit(0))))
-    return (r.filter(F.col("run") > F.col("prev"))
-            .select("trace_id", F.explode(F.sequence(F.col("prev") + 1, F.col("run")))
-                    .alias("offset"), F.col("time_ms").alias(name)))
+def _first_reach(ps: DataFrame, run: str, prev: str, name: str) -> DataFrame:
+    """(keys, offset, time): the first time the running maximum `run` reached each offset."""
+    return (ps.filter(F.col(run) > F.col(prev))
+            .select(*KEYS, F.explode(F.sequence(F.col(prev) + 1, F.col(run))).alias("offset"),
+                    F.col("time_ms").alias(name)))
 
 
 def commit_latencies(ps: DataFrame) -> DataFrame:
-    keys = ps.select(*KEYS).distinct()
-    appended = _first_reach(ps, "max_len", "appended_ms")
-    committed = _first_reach(ps, "hwm_max", "committed_ms")
-    return (appended.join(committed, ["trace_id", "offset"])
-            .withColumn("latency_ms", F.col("committed_ms") - F.col("appended_ms"))
-            .join(keys, "trace_id"))
+    appended = _first_reach(ps, "run_len", "prev_run_len", "appended_ms")
+    committed = _first_reach(ps, "run_hwm", "prev_run_hwm", "committed_ms")
+    return (appended.join(committed.select("trace_id", "offset", "committed_ms"),
+                          ["trace_id", "offset"])
+            .withColumn("latency_ms", F.col("committed_ms") - F.col("appended_ms")))
+
+
+# The tables computed from the per-step observations (`per_step`, materialised once): name ->
+# function of the per-step DataFrame.  Each is written as out/<name>/, partitioned by protocol
+# and bounds config, and read back for the summaries.  A further metric (one row per trace or
+# per event) plugs in with register_per_step_table; its rows must carry the KEYS columns.
+PER_STEP_TABLES: dict[str, Callable[[DataFrame], DataFrame]] = {
+    "metrics": trace_metrics,
+    "election_latency": election_latencies,
+    "commit_latency": commit_latencies,
+}
+
+
+def register_per_step_table(name: str, fn: Callable[[DataFrame], DataFrame]) -> None:
+    """Add a table computed from the per-step observations (see PER_STEP_TABLES)."""
+    if name in PER_STEP_TABLES:
+        raise ValueError(f"a per-step table named {name} is already registered")
+    PER_STEP_TABLES[name] = fn
 
 
 def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame,

@@ -164,6 +164,7 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
                                                        str(shuffle_partitions)),
         "spark.default.parallelism": str(max(2, shuffle_partitions)),
         "spark.sql.adaptive.enabled": "true",
+        "spark.sql.adaptive.coalescePartitions.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}",
@@ -177,6 +178,8 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
     if master.startswith("spark://"):
         conf["spark.cores.max"] = os.environ.get("KRAFTCHECK_SPARK_CORES", "2")
     if given is not None:   # under spark-submit: what the user gave it wins
+        if given.contains("spark.sql.shuffle.partitions"):
+            conf["spark.kraftcheck.shufflePartitionsGiven"] = "true"
         conf = {k: v for k, v in conf.items() if not given.contains(k)}
     conf.update(extra or {})
     b = SparkSession.builder.master(master).appName(app_name)
@@ -187,6 +190,25 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
     spark.sparkContext.setLogLevel("ERROR")
     ship_code(spark.sparkContext)
     return spark
+
+
+# Bytes of input per shuffle partition (adaptive execution coalesces small ones further).
+BYTES_PER_SHUFFLE_PARTITION = 64 * 2**20
+
+
+def size_shuffles(spark, input_bytes: int | None) -> int:
+    """Set spark.sql.shuffle.partitions from the input size: one per 64 MiB of input, at least
+    twice the cores, unless the user chose (KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS, or
+    spark-submit's --conf).  Returns the count in force."""
+    conf = spark.conf
+    chosen = ("KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS" in os.environ
+              or conf.get("spark.kraftcheck.shufflePartitionsGiven", "false") == "true")
+    if input_bytes is None or chosen:
+        return int(conf.get("spark.sql.shuffle.partitions"))
+    cores = spark.sparkContext.defaultParallelism
+    n = max(2 * cores, -(-input_bytes // BYTES_PER_SHUFFLE_PARTITION))
+    conf.set("spark.sql.shuffle.partitions", str(n))
+    return n
 
 
 def stop_session() -> None:

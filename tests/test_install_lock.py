@@ -80,6 +80,7 @@ def test_test_only_packages_are_not_runtime_dependencies():
     assert TEST_ONLY <= {canonicalize_name(r.name) for r in DEV}
     used = set().union(*(_imports(p) for p in RUNTIME_PACKAGES))
     assert not used & {"pytest", "hypothesis", "xdist"}, used & {"pytest", "hypothesis"}
+    assert "duckdb" not in used     # the benchmark's peer (the `bench` extra) only
 
 
 def test_setup_installs_from_the_lock_with_hashes():

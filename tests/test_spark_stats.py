@@ -383,7 +383,7 @@ def test_benchmark_baseline_computes_the_same_tables_as_spark(run, tmp_path):
     r = bench_spark.compare(tmp_path / "spark", tmp_path / "base")
     assert r["notes"] == [] and r["agree"] is True
     assert len(r["checks"]) == 19 and r["distinct_states"] == 23
-    path = next((tmp_path / "base" / "metrics").glob("*.parquet"))
+    path = next((tmp_path / "base" / "metrics").rglob("*.parquet"))
     t = pq.read_table(path).to_pylist()
     t[0]["leaderless_ms"] += 1
     pq.write_table(__import__("pyarrow").Table.from_pylist(t), path)
@@ -426,3 +426,87 @@ def test_a_trace_id_written_by_two_runs_is_reported(run, tmp_path):
     (t,) = [r.asDict() for r in spark.read.parquet(str(tmp_path / "out" / "traces")).collect()]
     assert t["problems"][:2] == ["more than one header", "trace id in 2 files"]
     assert t["complete"] is False
+
+
+def _graph_fingerprints() -> set[str]:
+    node = re.compile(r'^(-?\d+) \[label="((?:[^"\\]|\\.)*)"(,style = filled)?\]')
+    return {parse_label(m.group(2))[0] for ln in GRAPH.read_text().splitlines()
+            if (m := node.match(ln))}
+
+
+def test_trace_fingerprints_join_graph_fingerprints(run):
+    """Trace states are fingerprinted once per distinct state (the Arrow UDF over DISTINCT
+    texts), graph states from TLC's labels: both are kraftcheck.values.fingerprint of the
+    state, so a trace state that is a graph state joins with it on `fp`."""
+    _, out, spark = run
+    steps = table(run, "steps")
+    for r in steps:
+        st = json.loads(r["state"])
+        assert r["fp"] == fingerprint(make_fn((k, from_itf(v)) for k, v in st.items()))
+    in_graph = {r["fp"] for r in steps} & _graph_fingerprints()
+    joined = (spark.read.parquet(str(out / "steps"))
+              .join(spark.read.parquet(str(out / "graph_states")), "fp")
+              .select("fp").distinct().collect())
+    assert {r.fp for r in joined} == in_graph
+    assert len(in_graph) == run[0]["coverage"]["states_visited"] > 0
+    # a state that is not in the graph (t-wide leaves it) does not join
+    assert {r["fp"] for r in steps} - in_graph
+
+
+def test_tables_are_partitioned_by_protocol_and_bounds_config(run, tmp_path):
+    """steps, traces and the per-trace metric tables are laid out protocol=/bounds_config=;
+    a read with a partition filter opens only that folder: with every other partition's
+    files replaced by garbage, reading protocol = 'elr' still works (and reading everything
+    does not)."""
+    import shutil
+    from urllib.parse import unquote
+
+    from pyspark.sql import functions as F
+    _, out, spark = run
+    layout = {(r["protocol"], r["bounds_config"]) for r in table(run, "traces")}
+    assert layout == {("kraft", GRAPH_BOUNDS), ("kraft", "unstated"),
+                      ("kraft", "tlc_configs/kraft-wide.cfg"), ("elr", "unstated")}
+    for name in ("steps", "traces", "metrics", "election_latency", "commit_latency"):
+        parts = {tuple(unquote(p.split("=", 1)[1]) for p in d.relative_to(out / name).parts)
+                 for d in (out / name).glob("protocol=*/bounds_config=*")}
+        # a folder per (protocol, bounds) that has rows: every one for steps and traces; the
+        # latency tables only where some trace elected a leader / committed an offset
+        assert ("kraft", GRAPH_BOUNDS) in parts and parts <= layout, name
+        if name in ("steps", "traces"):
+            assert parts == layout, name
+    copy = tmp_path / "steps"
+    shutil.copytree(out / "steps", copy)
+    schema = spark.read.parquet(str(out / "steps")).schema
+    broken = 0
+    for f in copy.rglob("*.parquet"):
+        if "protocol=elr" not in f.parts:
+            f.write_bytes(b"not parquet")
+            broken += 1
+    assert broken > 0
+    df = spark.read.schema(schema).parquet(str(copy))
+    elr = df.filter(F.col("protocol") == "elr")
+    assert "PartitionFilters: [isnotnull(protocol" in elr._jdf.queryExecution().executedPlan() \
+        .toString()
+    rows = elr.select("trace_id", "bounds_config").distinct().collect()
+    assert {(r.trace_id, r.bounds_config) for r in rows} == {("t-elr", "unstated")}
+    with pytest.raises(Exception, match="(?i)parquet"):
+        df.select("trace_id").collect()
+
+
+def test_bounds_partition_value_is_the_same_in_the_jvm_and_in_python(run):
+    """ingest.bounds_partition (Spark, the job's partition column) and fields.bounds_config
+    (the benchmark's single-process baselines) give the same folder for every form of the
+    header's `bounds`."""
+    from pyspark.sql import functions as F
+
+    from spark_trace_analysis.fields import bounds_config
+    from spark_trace_analysis.ingest import bounds_partition
+    _, _, spark = run
+    raws = [None, "", "null", "tlc_configs/a.cfg", '{"file":"tlc_configs/b.cfg"}',
+            '{"constants":{"MaxEpoch":2},"file":"x/../c.cfg"}', '{"constants":{}}',
+            '{"file":""}', '{"file":3}']
+    df = spark.createDataFrame([(r,) for r in raws], "bounds string")
+    got = [r.p for r in df.select(bounds_partition(F.col("bounds")).alias("p")).collect()]
+    assert got == [bounds_config(r) for r in raws] == [
+        "unstated", "unstated", "unstated", "tlc_configs/a.cfg", "tlc_configs/b.cfg",
+        "x/../c.cfg", "unstated", "unstated", "3"]
