@@ -54,7 +54,7 @@ def main() -> int:
     profiles = [x for x in args.profiles.split(",") if x]
     from rich.progress import Progress
 
-    from kraftcheck.output import err_console
+    from kraftcore.output import err_console
     with Progress(console=err_console, transient=True) as prog:
         task = prog.add_task("liveness", total=len(profiles) * args.seeds)
         rows = bench(profiles, args.seeds, args.faults_until, args.bound, args.bug,
@@ -64,7 +64,7 @@ def main() -> int:
     else:
         from rich.table import Table
 
-        from kraftcheck.output import console
+        from kraftcore.output import console
         t = Table(title=f"KIP-595 liveness: {args.seeds} seeds per profile, faults until "
                         f"{args.faults_until} ms, bound {args.bound} ms"
                         + (f", bug {args.bug}" if args.bug else "") + " (ms: p50 / p95 / max)")

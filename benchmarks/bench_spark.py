@@ -56,7 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kraftcheck.paths import work_dir  # noqa: E402
+from kraftcore.paths import work_dir  # noqa: E402
 
 NODES = ("n1", "n2", "n3")
 PROFILES = ("none", "lossy", "partitions", "crashes", "chaos")
@@ -486,7 +486,7 @@ def baseline(corpus: Path, out: Path) -> dict:
     from spark_trace_analysis.observe import STATE_INFO_ARROW, state_info
     from spark_trace_analysis.report import render_report
     from spark_trace_analysis.vocabulary import known_actions
-    from kraftcheck.output import write_atomic
+    from kraftcore.output import write_atomic
 
     t0 = time.monotonic()
     if out.exists():

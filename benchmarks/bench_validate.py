@@ -36,10 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from kraftcheck.tla_values import parse_state  # noqa: E402
-from kraftcheck.tlc.manifest import ConfigEntry  # noqa: E402
-from kraftcheck.tlc.runner import run_config  # noqa: E402
-from kraftcheck.values import from_itf  # noqa: E402
+from kraftcore.tla_values import parse_state  # noqa: E402
+from kraftcore.tlc.manifest import ConfigEntry  # noqa: E402
+from kraftcore.tlc.runner import run_config  # noqa: E402
+from kraftcore.values import from_itf  # noqa: E402
 from trace_checker.cache import cache_dir  # noqa: E402
 from trace_checker.corpus import _cfg_model_values, collect_files, validate_corpus  # noqa: E402
 from trace_checker.dot import read_dump, unescape_label  # noqa: E402
@@ -50,7 +50,7 @@ from trace_checker.observe import Observer  # noqa: E402
 from trace_checker.partial import TraceRun  # noqa: E402
 from trace_checker.tlagen import ModelValues, cfg_constants, value_size  # noqa: E402
 from trace_checker.traces import read_trace  # noqa: E402
-from kraftcheck.tlc.cfg import parse_cfg  # noqa: E402
+from kraftcore.tlc.cfg import parse_cfg  # noqa: E402
 
 
 def dumps(o) -> str:

@@ -29,7 +29,7 @@ for _mod in sorted(m.name for m in pkgutil.iter_modules(_commands.__path__)):
 
 def _terminate(signum, _frame) -> None:
     # SIGTERM unwinds like Ctrl-C: `finally` blocks stop TLC's process group and remove
-    # partial outputs (kraftcheck.tlc.runner) before the process exits with 128 + SIGTERM.
+    # partial outputs (kraftcore.tlc.runner) before the process exits with 128 + SIGTERM.
     raise SystemExit(128 + signum)
 
 

@@ -9,10 +9,10 @@ crash counts).
 Targets:
     trace    trace_checker.traces.read_trace, then the value decoding of every step
              (trace_checker.observe.Observer), and the human summary of the verdict
-    value    kraftcheck.values.from_itf on JSON, canonical_json, to_tla
-    tlc      kraftcheck.tlc.tool_output.ToolOutputReader (TLC -tool output) and
-             kraftcheck.tla_values.parse_value (TLA+ values as TLC prints them)
-    cfg      kraftcheck.tlc.cfg.parse_cfg_text
+    value    kraftcore.values.from_itf on JSON, canonical_json, to_tla
+    tlc      kraftcore.tlc.tool_output.ToolOutputReader (TLC -tool output) and
+             kraftcore.tla_values.parse_value (TLA+ values as TLC prints them)
+    cfg      kraftcore.tlc.cfg.parse_cfg_text
     dump     trace_checker.dot.read_dump + split_label (TLC -dump dot files)
     itf      refimpl.trace.itf.trace_to_itf + export_itf (never writes NaN / Infinity)
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 
 __all__ = ["TARGETS", "Target", "mutate", "seeds", "run_target", "FuzzReport", "INTERESTING"]
 
@@ -238,7 +238,7 @@ def _t_trace(data: bytes, scratch: _Scratch) -> None:
 
 
 def _t_value(data: bytes, scratch: _Scratch) -> None:
-    from kraftcheck.values import ValueError_, canonical_json, from_itf, to_tla
+    from kraftcore.values import ValueError_, canonical_json, from_itf, to_tla
     from trace_checker.traces import loads_strict
     try:
         j = loads_strict(data)
@@ -256,8 +256,8 @@ def _t_value(data: bytes, scratch: _Scratch) -> None:
 
 
 def _t_tlc(data: bytes, scratch: _Scratch) -> None:
-    from kraftcheck.tla_values import TLAValueSyntaxError, parse_value
-    from kraftcheck.tlc.tool_output import ToolOutputReader
+    from kraftcore.tla_values import TLAValueSyntaxError, parse_value
+    from kraftcore.tlc.tool_output import ToolOutputReader
     text = data.decode("utf-8", errors="backslashreplace")
     reader = ToolOutputReader(temporal_properties=["Live"])
     for line in text.splitlines(keepends=True):
@@ -272,7 +272,7 @@ def _t_tlc(data: bytes, scratch: _Scratch) -> None:
 
 
 def _t_cfg(data: bytes, scratch: _Scratch) -> None:
-    from kraftcheck.tlc.cfg import CfgError, parse_cfg
+    from kraftcore.tlc.cfg import CfgError, parse_cfg
     p = scratch.file(data, ".cfg")
     try:
         parse_cfg(p)

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftcheck.output import write_atomic
+from kraftcore.output import write_atomic
 
 # TLA+ reserved words and the standard-module operators that read as keywords.
 KEYWORDS = frozenset("""

@@ -15,6 +15,5 @@ self-contained HTML report (docs/spark-stats.md):
     jobs.py         run_stats: every stage, written atomically
     session.py      the SparkSession: embedded local[*] or --master spark://...
     code_archive.py the project's code as a content-addressed zip for the executors (addPyFile)
-    submit.py       the file to give spark-submit (yarn, k8s://, spark://): runs kraftcheck
     schema.py, vocabulary.py   the explicit schemas; the action names a trace may use
 """

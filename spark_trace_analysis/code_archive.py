@@ -3,8 +3,8 @@
 The executors of a cluster run Python workers that unpickle the job's functions: the Arrow UDFs
 (`ingest._state_info`, `graph._parse_labels`) are pickled by reference, so a worker imports
 `spark_trace_analysis.ingest` / `.graph`, and through them `spark_trace_analysis.observe`,
-`.schema`, `.fields`, `.vocabulary`, `kraftcheck.paths`, `kraftcheck.values` and
-`kraftcheck.tla_values` (whose grammar is a string in the module, so nothing is read from a
+`.schema`, `.fields`, `.vocabulary`, `kraftcore.paths`, `kraftcore.values` and
+`kraftcore.tla_values` (whose grammar is a string in the module, so nothing is read from a
 file).  The worker's Python must provide the third-party libraries (pyarrow, lark, pyspark);
 this project's own packages come from the archive built here, so a worker needs neither the
 repository nor an installation of kraftcheck.
@@ -29,14 +29,15 @@ import time
 import zipfile
 from pathlib import Path
 
-from kraftcheck.paths import work_dir
+from kraftcore.paths import work_dir
 
 __all__ = ["PACKAGES", "STALE_AFTER_S", "code_archive", "package_files"]
 
-# The Python packages executors may import: the UDFs' own (spark_trace_analysis, kraftcheck)
+# The Python packages executors may import: the UDFs' own (spark_trace_analysis, kraftcore)
 # and those the driver-side modules reach lazily and a future UDF might too (refimpl's spec
-# mappings, trace_checker).  `proofs` (z3 proofs) is never needed by the stats job.
-PACKAGES = ("spark_trace_analysis", "kraftcheck", "refimpl", "trace_checker")
+# mappings, trace_checker).  `proofs` (z3 proofs) is never needed by the stats job, nor is
+# the CLI (kraftcheck), which no package below it imports (tests/test_layering.py).
+PACKAGES = ("spark_trace_analysis", "kraftcore", "refimpl", "trace_checker")
 STALE_AFTER_S = 24 * 3600
 _EPOCH = (1980, 1, 1, 0, 0, 0)   # the earliest time a zip entry can carry: reproducible bytes
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 
 __all__ = ["coverage", "bounds_file", "bounds_key", "bounds_match"]
 

@@ -1,12 +1,12 @@
 """The spec's state graph as two Parquet tables: `graph_states` (fp, initial, label) and
 `graph_edges` (src_fp, action, dst_fp).
 
-Fingerprints are `kraftcheck.values.fingerprint` of the state (an Fn from spec variable to
+Fingerprints are `kraftcore.values.fingerprint` of the state (an Fn from spec variable to
 canonical value), the same as trace states get in ingest, so the tables join with `steps`.
 
 Sources (`--graph`):
   * a TLC dump `FILE.dot` written with `-dump dot,actionlabels`: parsed inside Spark, one UDF
-    call per state label (kraftcheck.tla_values.parse_state), so large graphs load in parallel;
+    call per state label (kraftcore.tla_values.parse_state), so large graphs load in parallel;
   * a manifest config name (e.g. `kraft-graph-small`): the trace checker's cached graph index
     (trace_checker.fullgraph.load_graph, which runs TLC once and caches the parse);
   * a folder holding `graph_states/` and `graph_edges/` from an earlier run (reused as is).
@@ -54,8 +54,8 @@ class GraphTables:
 
 def parse_label(label: str) -> tuple[str, str]:
     """A dot-escaped state label -> (fingerprint, state text)."""
-    from kraftcheck.tla_values import parse_state
-    from kraftcheck.values import fingerprint
+    from kraftcore.tla_values import parse_state
+    from kraftcore.values import fingerprint
     text = _ESC.sub(lambda m: "\n" if m.group(1) == "n" else m.group(1), label)
     return fingerprint(parse_state(text)), text
 
@@ -127,7 +127,7 @@ def _from_checker(spark: SparkSession, name: str) -> GraphTables:
         g = load_graph(entry).graph
     except Exception as e:  # unknown config, symmetry, TLC failure: the checker says which
         raise GraphError(f"{name}: {e}") from None
-    from kraftcheck.values import to_tla
+    from kraftcore.values import to_tla
     fps = [g.fingerprint(i) for i in range(len(g))]
     init = set(g.initial)
     states = []
@@ -145,7 +145,7 @@ def _from_checker(spark: SparkSession, name: str) -> GraphTables:
 
 def _display(path: str) -> str:
     """A config path relative to the repository when it lies inside it."""
-    from kraftcheck.paths import REPO_ROOT
+    from kraftcore.paths import REPO_ROOT
     p = Path(path)
     try:
         return str(p.resolve().relative_to(REPO_ROOT.resolve())) if p.is_absolute() else path
@@ -187,7 +187,7 @@ def load_graph_tables(spark: SparkSession, source: str, out: Path,
         g.bounds = bounds
     g.states.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_states"))
     g.edges.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_edges"))
-    from kraftcheck.output import write_atomic
+    from kraftcore.output import write_atomic
     write_atomic(out / "graph_meta.json", json.dumps(
         {"name": g_name, "protocol": g.protocol, "bounds": g.bounds}, indent=2) + "\n")
     return GraphTables(g_name, spark.read.parquet(str(out / "graph_states")),

@@ -17,7 +17,7 @@ for files larger than a Spark partition too, on any Hadoop file system.
 The input is scanned once: the JVM parses every line (from_json with the explicit schema) into
 a staging Parquet table.  Python runs only over the DISTINCT state texts of that table (bounded
 runs repeat states: 10M steps of the benchmark hold a few thousand): one vectorised Arrow UDF
-computes each distinct state's fingerprint (`kraftcheck.values.fingerprint`, the one graph
+computes each distinct state's fingerprint (`kraftcore.values.fingerprint`, the one graph
 states get too, so the two join) and observations once, into a small `states` table that the
 steps are joined with (a broadcast hash join when it is small, chosen by adaptive execution).
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kraftcheck.output import replace_folder, write_atomic
+from kraftcore.output import replace_folder, write_atomic
 from spark_trace_analysis import conformance, coverage, ingest, metrics, run_config, validate
 from spark_trace_analysis import reassign_metrics   # KIP-642 (issue 12)
 from spark_trace_analysis.graph import GraphError, load_graph_tables

@@ -1,7 +1,7 @@
 """Decode one trace state (ITF JSON text) into its fingerprint and a few observation columns.
 
 This is the only Python that runs per step.  `state_info(text)` returns
-(fingerprint, error, observation); the fingerprint is `kraftcheck.values.fingerprint` of the
+(fingerprint, error, observation); the fingerprint is `kraftcore.values.fingerprint` of the
 decoded state (an Fn from spec variable to canonical value), exactly what the trace checker and
 the state-graph loader compute, so trace states join with TLC's states.
 
@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from kraftcheck.values import Fn, ValueError_, fingerprint, from_itf, make_fn
+from kraftcore.values import Fn, ValueError_, fingerprint, from_itf, make_fn
 
 __all__ = ["state_info", "observe", "state_info_arrow", "STATE_INFO_ARROW"]
 

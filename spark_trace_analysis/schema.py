@@ -55,7 +55,7 @@ OBSERVATION = T.StructType([
 ])
 
 STATE_INFO = T.StructType([
-    _f("fp", S),        # kraftcheck.values.fingerprint of the decoded state
+    _f("fp", S),        # kraftcore.values.fingerprint of the decoded state
     _f("error", S),     # why the state could not be decoded (then fp is null)
     _f("obs", OBSERVATION),
 ])

@@ -31,7 +31,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from kraftcheck.paths import work_dir
+from kraftcore.paths import work_dir
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
            "driver_network", "driver_log", "ship_code"]

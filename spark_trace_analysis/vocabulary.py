@@ -1,5 +1,5 @@
 """The action names a trace may carry, per protocol: the spec's Next actions (read from
-spec/<module>.tla by kraftcheck.speclint when the spec is there) united with the names the
+spec/<module>.tla by kraftcore.speclint when the spec is there) united with the names the
 refimpl's spec mapping documents (spec actions, and the stutters it writes for network and
 crash events).  An action outside this vocabulary makes its trace line a bad row."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from kraftcheck.paths import SPEC_DIR
+from kraftcore.paths import SPEC_DIR
 
 __all__ = ["known_actions", "SPEC_MODULES"]
 
@@ -19,7 +19,7 @@ def _spec_actions(module: str) -> set[str]:
     if not path.exists():
         return set()
     try:
-        from kraftcheck.speclint import lint_spec_dir
+        from kraftcore.speclint import lint_spec_dir
         reps = lint_spec_dir(SPEC_DIR, [module])
     except Exception:  # a spec being edited may not parse; the refimpl vocabulary remains
         return set()

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kraftcheck.tlc.java import ToolchainError, toolchain
+from kraftcore.tlc.java import ToolchainError, toolchain
 
 # Hypothesis: deterministic, CI-friendly defaults (no deadline: the machine is shared).
 from hypothesis import settings

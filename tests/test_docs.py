@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.manifest import load_manifest
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.manifest import load_manifest
 
 DOCS = REPO_ROOT / "docs"
 SPEC_DOCS = {"spec-kraft.md": "kraft-", "spec-elr.md": "elr-"}

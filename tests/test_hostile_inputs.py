@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tla_values import TLAValueSyntaxError, parse_value
-from kraftcheck.tlc.cfg import CfgError, parse_cfg_text
-from kraftcheck.tlc.tool_output import ToolOutputReader
-from kraftcheck.values import ValueError_, from_itf
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tla_values import TLAValueSyntaxError, parse_value
+from kraftcore.tlc.cfg import CfgError, parse_cfg_text
+from kraftcore.tlc.tool_output import ToolOutputReader
+from kraftcore.values import ValueError_, from_itf
 from trace_checker import corpus
 from trace_checker.dot import read_dump
 from trace_checker.graph import StateGraph

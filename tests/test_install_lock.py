@@ -12,12 +12,12 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]
 RUNTIME = [Requirement(r) for r in PYPROJECT["dependencies"]]
 DEV = [Requirement(r) for r in PYPROJECT["optional-dependencies"]["dev"]]
-RUNTIME_PACKAGES = ("kraftcheck", "refimpl", "trace_checker", "spark_trace_analysis")
+RUNTIME_PACKAGES = ("kraftcheck", "kraftcore", "refimpl", "trace_checker", "spark_trace_analysis")
 TEST_ONLY = {"pytest", "pytest-xdist", "hypothesis"}
 
 

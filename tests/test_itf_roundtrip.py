@@ -1,6 +1,6 @@
 """ITF interoperability: our ITF exports read back by the reference reader, itf-py (the
 Apalache / Quint ecosystem's Python library), and written out again by it, give the same TLA+
-values, state by state (kraftcheck.values canonical fingerprints)."""
+values, state by state (kraftcore.values canonical fingerprints)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kraftcheck.cli import app
-from kraftcheck.values import fingerprint, from_itf, make_fn
+from kraftcore.values import fingerprint, from_itf, make_fn
 from refimpl.trace.format import read_trace
 from refimpl.trace.itf import export_itf
 

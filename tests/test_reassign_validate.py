@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 from refimpl.sim.corpus import simulate_corpus
 from trace_checker.corpus import validate_corpus
 

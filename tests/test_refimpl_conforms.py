@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 from refimpl.sim.corpus import simulate_corpus
 from trace_checker.corpus import validate_corpus
 

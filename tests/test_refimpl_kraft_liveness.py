@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftcheck.values import Fn
+from kraftcore.values import Fn
 from refimpl.kraft import rules
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.invariants import KRaftMonitor

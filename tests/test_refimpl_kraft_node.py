@@ -289,7 +289,7 @@ def test_begin_quorum_epoch_response_records_endorsement_and_fencing():
 
 
 def test_leader_resends_begin_quorum_epoch_until_endorsed():
-    from kraftcheck.values import Fn
+    from kraftcore.values import Fn
     s = leader_state(follower_end_offset=Fn({"n2": 0}))
     t = N.handle_timer(s, "resend")
     assert [e.dst for e in t.sends] == ["n3"] and t.split_sends == "SendBeginQuorumEpoch"
@@ -342,7 +342,7 @@ def test_end_quorum_epoch_rejections_change_nothing(s, req):
 
 
 def test_resign_sends_successors_by_replicated_offset():
-    from kraftcheck.values import Fn
+    from kraftcore.values import Fn
     s = leader_state(follower_end_offset=Fn({"n2": 1, "n3": 3}))
     t = N.resign(s)
     assert t.state.role is Role.RESIGNED and not t.halt
@@ -584,7 +584,7 @@ def test_client_append_only_on_leader_and_synced():
 # ---------------------------------------------------------------- DescribeQuorum
 
 def test_describe_quorum():
-    from kraftcheck.values import Fn
+    from kraftcore.values import Fn
     s = leader_state(last_fetch_offset=Fn({"n2": 2, "o1": 1}),
                      high_watermark=2)
     d = N.describe_quorum(s)

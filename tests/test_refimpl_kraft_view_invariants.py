@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftcheck.values import Fn
+from kraftcore.values import Fn
 from refimpl.kraft.adapter import KRaftAdapter, KRaftBounds
 from refimpl.kraft.config import QuorumConfig
 from refimpl.kraft.invariants import INVARIANTS, KRaftMonitor

@@ -1,4 +1,4 @@
-"""Bounded mode's view of a TLC config (refimpl/sim/bounds.py over kraftcheck/tlc/cfg.py)."""
+"""Bounded mode's view of a TLC config (refimpl/sim/bounds.py over kraftcore/tlc/cfg.py)."""
 
 from __future__ import annotations
 

@@ -353,7 +353,7 @@ def test_cli_liveness_run_and_its_errors(tmp_path):
     from typer.testing import CliRunner
 
     from kraftcheck.cli import app
-    from kraftcheck.paths import REPO_ROOT
+    from kraftcore.paths import REPO_ROOT
     from refimpl.sim.runner import RunSpec, UsageError
     runner = CliRunner()
     ok = runner.invoke(app, ["simulate", "--seeds", "0:1", "--faults", "disk-loss", "--steps",

@@ -8,7 +8,7 @@ import collections
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 from refimpl.elr.adapter import ELRAdapter
 from refimpl.elr.types import ElrConfig
 from refimpl.sim.faults import PROFILES, get_profile

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 
 FIX = Path(__file__).parent / "fixtures" / "spark"
 TABLES = ("traces", "conformance", "actions", "metrics", "election_latency", "commit_latency",
@@ -154,10 +154,10 @@ def test_standalone_cluster_gives_the_local_result(cluster, worker_python, tmp_p
         import os
         import sys
 
-        import kraftcheck.values
+        import kraftcore.values
         import spark_trace_analysis.graph
         import spark_trace_analysis.ingest
-        yield {"files": [m.__file__ for m in (kraftcheck.values, spark_trace_analysis.ingest,
+        yield {"files": [m.__file__ for m in (kraftcore.values, spark_trace_analysis.ingest,
                                                spark_trace_analysis.graph)],
                "cwd": os.getcwd(), "sys_path": list(sys.path),
                "finders": [repr(f) for f in sys.meta_path],

@@ -55,19 +55,20 @@ def test_archive_holds_what_the_udfs_import_and_imports_alone(tmp_path):
     for mod in ("spark_trace_analysis/ingest.py", "spark_trace_analysis/graph.py",
                 "spark_trace_analysis/observe.py", "spark_trace_analysis/schema.py",
                 "spark_trace_analysis/fields.py", "spark_trace_analysis/vocabulary.py",
-                "kraftcheck/paths.py", "kraftcheck/values.py", "kraftcheck/tla_values.py",
+                "kraftcore/paths.py", "kraftcore/values.py", "kraftcore/tla_values.py",
                 "refimpl/kraft/spec_mapping.py", "trace_checker/__init__.py"):
         assert mod in names, mod
-    assert set(PACKAGES) == {"spark_trace_analysis", "kraftcheck", "refimpl", "trace_checker"}
+    assert set(PACKAGES) == {"spark_trace_analysis", "kraftcore", "refimpl", "trace_checker"}
+    assert not any(n.startswith("kraftcheck/") for n in names)      # the CLI stays home
     z = code_archive(folder=tmp_path)
     # a Python without site-packages (-S: no editable-install hook, no pyarrow) and outside the
     # repository imports the project's pure-Python value code from the zip alone
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kraftcheck.values as v; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import kraftcore.values as v; "
             "print(v.__file__); print(v.fingerprint(v.make_fn({'x': 1})))")
     r = subprocess.run([sys.executable, "-S", "-I", "-c", code, str(z)], cwd=tmp_path,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     where, fp = r.stdout.split()
-    assert where == f"{z}/kraftcheck/values.py"
-    from kraftcheck.values import fingerprint, make_fn
+    assert where == f"{z}/kraftcore/values.py"
+    from kraftcore.values import fingerprint, make_fn
     assert fp == fingerprint(make_fn({"x": 1}))

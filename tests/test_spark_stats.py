@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.values import fingerprint, from_itf, make_fn
+from kraftcore.values import fingerprint, from_itf, make_fn
 from spark_trace_analysis.graph import parse_label
 from spark_trace_analysis.validate import lookup_verdict
 
@@ -436,7 +436,7 @@ def _graph_fingerprints() -> set[str]:
 
 def test_trace_fingerprints_join_graph_fingerprints(run):
     """Trace states are fingerprinted once per distinct state (the Arrow UDF over DISTINCT
-    texts), graph states from TLC's labels: both are kraftcheck.values.fingerprint of the
+    texts), graph states from TLC's labels: both are kraftcore.values.fingerprint of the
     state, so a trace state that is a graph state joins with it on `fp`."""
     _, out, spark = run
     steps = table(run, "steps")

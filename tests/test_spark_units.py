@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kraftcheck.cli import app
-from kraftcheck.values import Fn, fingerprint, from_itf, make_fn, to_itf, to_tla
+from kraftcore.values import Fn, fingerprint, from_itf, make_fn, to_itf, to_tla
 from spark_trace_analysis.graph import parse_label
 from spark_trace_analysis.ingest import InputError, checker_summary_to_lines, expand_inputs
 from spark_trace_analysis.observe import observe, state_info
@@ -188,7 +188,7 @@ def test_driver_binds_to_loopback_only_for_loopback_masters():
 
 
 def test_trace_bounds_are_compared_as_paths():
-    from kraftcheck.paths import REPO_ROOT
+    from kraftcore.paths import REPO_ROOT
     from spark_trace_analysis.coverage import bounds_file, bounds_match
     assert bounds_file(None) is None and bounds_file("null") is None
     assert bounds_file('{"constants":{"MaxEpoch":2},"file":"tlc_configs/a.cfg"}') == \

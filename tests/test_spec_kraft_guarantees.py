@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from kraftcheck.tlc.cfg import parse_cfg
-from kraftcheck.tlc.manifest import find_entry, load_manifest
-from kraftcheck.tlc.runner import run_config
+from kraftcore.tlc.cfg import parse_cfg
+from kraftcore.tlc.manifest import find_entry, load_manifest
+from kraftcore.tlc.runner import run_config
 
 ENTRIES = load_manifest()
 KRAFT = [e for e in ENTRIES if e.name.startswith("kraft-")]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from kraftcheck.tlc.manifest import load_manifest
-from kraftcheck.tlc.runner import run_config
+from kraftcore.tlc.manifest import load_manifest
+from kraftcore.tlc.runner import run_config
 
 ENTRIES = load_manifest()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kraftcheck.commands.spec import PROTOCOL_MODULES
-from kraftcheck.paths import SPEC_DIR
-from kraftcheck.speclint import lint_module, lint_spec_dir
+from kraftcore.paths import SPEC_DIR
+from kraftcore.speclint import lint_module, lint_spec_dir
 
 BAD = r"""---- MODULE Bad ----
 CONSTANT S

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.manifest import load_manifest
-from kraftcheck.tlc.runner import run_config
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.manifest import load_manifest
+from kraftcore.tlc.runner import run_config
 
 pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
 FIXTURES = {e.name: e for e in load_manifest(REPO_ROOT / "tests/fixtures/tlc")}

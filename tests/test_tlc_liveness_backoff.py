@@ -13,10 +13,10 @@ import re
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.cfg import parse_cfg
-from kraftcheck.tlc.manifest import load_manifest
-from kraftcheck.tlc.runner import run_config
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.cfg import parse_cfg
+from kraftcore.tlc.manifest import load_manifest
+from kraftcore.tlc.runner import run_config
 
 SPEC = REPO_ROOT / "spec" / "KRaftBackoff.tla"
 MODULE = "spec/MCKRaftBackoff.tla"

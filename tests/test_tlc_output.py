@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.cfg import CfgError, parse_cfg_text
-from kraftcheck.tlc.manifest import ManifestError, load_manifest
-from kraftcheck.tlc.tool_output import ToolOutputReader
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.cfg import CfgError, parse_cfg_text
+from kraftcore.tlc.manifest import ManifestError, load_manifest
+from kraftcore.tlc.tool_output import ToolOutputReader
 
 
 def msg(code: int, body: str, severity: int = 0) -> str:

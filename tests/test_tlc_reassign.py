@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.tlc.cfg import parse_cfg
-from kraftcheck.tlc.manifest import load_manifest
-from kraftcheck.tlc.runner import run_config
+from kraftcore.tlc.cfg import parse_cfg
+from kraftcore.tlc.manifest import load_manifest
+from kraftcore.tlc.runner import run_config
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRIES = {e.name: e for e in load_manifest() if e.manifest.endswith("reassign.toml")}

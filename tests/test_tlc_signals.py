@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
+from kraftcore.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tla_values import parse_value
-from kraftcheck.values import Fn, fingerprint, make_fn
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tla_values import parse_value
+from kraftcore.values import Fn, fingerprint, make_fn
 from trace_checker import corpus
 from trace_checker.codec import Codec
 from trace_checker.diagnose import value_diff
@@ -99,7 +99,7 @@ def test_graph_index_round_trips_through_the_cache_format(ticket_graph):
 
 def test_equal_values_printed_differently_share_an_id():
     c = Codec(["f"])
-    a = c.intern(0, __import__("kraftcheck.values", fromlist=["canonical_json"]).canonical_json(
+    a = c.intern(0, __import__("kraftcore.values", fromlist=["canonical_json"]).canonical_json(
         parse_value("(1 :> 5 @@ 2 :> 6)")))
     b = c.intern_value("f", parse_value("<<5, 6>>"))
     assert a == b

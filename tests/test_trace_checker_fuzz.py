@@ -11,9 +11,9 @@ import json
 
 from hypothesis import given, strategies as st
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tla_values import parse_value
-from kraftcheck.values import is_identifier, make_fn
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tla_values import parse_value
+from kraftcore.values import is_identifier, make_fn
 from trace_checker import corpus
 from trace_checker.dot import read_dump
 from trace_checker.graph import StateGraph
@@ -138,7 +138,7 @@ values = st.recursive(
 def test_memoised_splitting_parser_agrees_with_lark(value):
     """The dump parser cuts large values at top-level separators and parses the parts with
     Lark; it must give exactly what Lark gives for the whole text."""
-    from kraftcheck.values import ValueError_, to_tla
+    from kraftcore.values import ValueError_, to_tla
     from trace_checker.codec import TextParser
     try:
         text = to_tla(value, {"n1", "Nil"})

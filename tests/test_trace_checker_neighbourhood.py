@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from kraftcheck.cli import app
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.runner import TLCResult
-from kraftcheck.values import Fn
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.runner import TLCResult
+from kraftcore.values import Fn
 from trace_checker import neighbourhood as N
 from trace_checker.corpus import validate_corpus
 from trace_checker.coverage import coverage_lines, graph_coverage, spec_actions

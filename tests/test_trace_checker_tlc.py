@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.manifest import load_manifest
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.manifest import load_manifest
 from trace_checker.corpus import validate_corpus
 from trace_checker.fullgraph import GraphBuildError, load_graph
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kraftcheck.cli import app
-from kraftcheck.values import from_itf, to_itf
+from kraftcore.values import from_itf, to_itf
 from refimpl.kraft.adapter import KRaftAdapter
 from refimpl.sim.faults import get_profile
 from refimpl.sim.protocol import dumps

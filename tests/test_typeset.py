@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kraftcheck.cli import app
-from kraftcheck.paths import SPEC_DIR
+from kraftcore.paths import SPEC_DIR
 from kraftcheck.typeset import definitions, load_modules
 
 runner = CliRunner()

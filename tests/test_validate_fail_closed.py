@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.manifest import load_manifest
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.manifest import load_manifest
 from trace_checker.corpus import CorpusError, resolve_base, validate_corpus
 from trace_checker.traces import TraceMalformed, read_trace
 

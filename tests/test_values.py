@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kraftcheck.tla_values import TLAValueSyntaxError, parse_state, parse_value
-from kraftcheck.values import (Fn, ValueError_, canonical, canonical_json, fingerprint, from_itf,
+from kraftcore.tla_values import TLAValueSyntaxError, parse_state, parse_value
+from kraftcore.values import (Fn, ValueError_, canonical, canonical_json, fingerprint, from_itf,
                                make_fn, to_itf, to_tla)
 
 idents = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)

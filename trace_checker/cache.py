@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from kraftcheck.output import write_atomic
-from kraftcheck.paths import SPEC_DIR, work_dir
-from kraftcheck.tlc.java import toolchain
+from kraftcore.output import write_atomic
+from kraftcore.paths import SPEC_DIR, work_dir
+from kraftcore.tlc.java import toolchain
 from trace_checker.graph import FORMAT, GraphFormatError, StateGraph
 
 __all__ = ["cache_dir", "spec_key", "load_cached", "store"]

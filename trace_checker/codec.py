@@ -1,10 +1,10 @@
 """States as tuples of small integers: one value table per spec variable.
 
 Every distinct value of variable `v` gets an id in `tables[v]` (keyed by
-`kraftcheck.values.canonical_json`, so two texts TLC prints differently for the same value, or
+`kraftcore.values.canonical_json`, so two texts TLC prints differently for the same value, or
 a trace's ITF encoding of it, get the same id).  A state is the tuple of its variables' ids in
 `variables` order; two states are the same TLA+ state exactly when their tuples are equal, so
-the tuple is the index key (`kraftcheck.values.fingerprint` of the decoded state is the
+the tuple is the index key (`kraftcore.values.fingerprint` of the decoded state is the
 printable identity).  A partial observation is a tuple with `None` for unobserved variables.
 
 Distinct values are few compared with states (most steps change one or two variables), so a
@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from kraftcheck.tla_values import parse_value
-from kraftcheck.values import Fn, Value, canonical_json, from_itf, make_fn
+from kraftcore.tla_values import parse_value
+from kraftcore.values import Fn, Value, canonical_json, from_itf, make_fn
 
 __all__ = ["Codec", "Key", "parse_texts", "TextParser"]
 

@@ -29,10 +29,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path, PurePosixPath
 
-from kraftcheck.output import replace_folder, write_atomic
-from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
-from kraftcheck.tlc.cfg import CfgError, parse_cfg
-from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, load_manifest
+from kraftcore.output import replace_folder, write_atomic
+from kraftcore.paths import CONFIG_DIR, REPO_ROOT
+from kraftcore.tlc.cfg import CfgError, parse_cfg
+from kraftcore.tlc.manifest import ConfigEntry, ManifestError, load_manifest
 from trace_checker.codec import Codec
 from trace_checker.coverage import action_coverage, graph_coverage, spec_actions
 from trace_checker.diagnose import diagnose

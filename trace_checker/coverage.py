@@ -20,9 +20,9 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-from kraftcheck.paths import SPEC_DIR
-from kraftcheck.tlc.cfg import parse_cfg
-from kraftcheck.tlc.manifest import ConfigEntry
+from kraftcore.paths import SPEC_DIR
+from kraftcore.tlc.cfg import parse_cfg
+from kraftcore.tlc.manifest import ConfigEntry
 from trace_checker.graph import StateGraph
 
 __all__ = ["spec_actions", "graph_coverage", "action_coverage", "coverage_lines"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftcheck.values import Fn, ValueError_, canonical_json, from_itf, to_itf, to_tla
+from kraftcore.values import Fn, ValueError_, canonical_json, from_itf, to_itf, to_tla
 from trace_checker.codec import Key
 from trace_checker.graph import StateGraph
 from trace_checker.partial import observed_positions

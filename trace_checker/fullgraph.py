@@ -15,10 +15,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kraftcheck.paths import CONFIG_DIR
-from kraftcheck.tlc.cfg import parse_cfg
-from kraftcheck.tlc.manifest import ConfigEntry, ManifestError, find_entry, load_manifest
-from kraftcheck.tlc.runner import run_config
+from kraftcore.paths import CONFIG_DIR
+from kraftcore.tlc.cfg import parse_cfg
+from kraftcore.tlc.manifest import ConfigEntry, ManifestError, find_entry, load_manifest
+from kraftcore.tlc.runner import run_config
 from trace_checker.cache import cache_dir, load_cached, spec_key, store
 from trace_checker.dot import read_dump
 from trace_checker.graph import StateGraph
@@ -116,7 +116,7 @@ def load_graph(name: str | ConfigEntry, *, manifest_dir: Path | None = None, job
         "config": entry.name, "module": entry.module, "cfg": entry.cfg, "key": key,
         "tlc_distinct_states": res.distinct_states, "dump": str(dump)})
     # TLC tells a string from a model value of the same name; the canonical values do not
-    # (kraftcheck.values), so such states would merge.  Recorded, never silently assumed.
+    # (kraftcore.values), so such states would merge.  Recorded, never silently assumed.
     g.meta["merged_states"] = (res.distinct_states or len(g)) - len(g)
     t2 = time.monotonic()
     store(key, g)

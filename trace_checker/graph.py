@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from kraftcheck.values import fingerprint, make_fn
+from kraftcore.values import fingerprint, make_fn
 from trace_checker.codec import Codec, Key, parse_texts
 from trace_checker.dot import (DotDump, DotFormatError, split_escaped_label, split_label,
                                unescape_label)

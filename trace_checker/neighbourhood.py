@@ -52,12 +52,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftcheck.output import write_atomic
-from kraftcheck.paths import SPEC_DIR
-from kraftcheck.tlc.cfg import TLCConfig, parse_cfg
-from kraftcheck.tlc.manifest import ConfigEntry
-from kraftcheck.tlc.runner import run_config
-from kraftcheck.values import Value
+from kraftcore.output import write_atomic
+from kraftcore.paths import SPEC_DIR
+from kraftcore.tlc.cfg import TLCConfig, parse_cfg
+from kraftcore.tlc.manifest import ConfigEntry
+from kraftcore.tlc.runner import run_config
+from kraftcore.values import Value
 from trace_checker.cache import cache_dir
 from trace_checker.codec import Codec
 from trace_checker.dot import read_dump, split_escaped_label

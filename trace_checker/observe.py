@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from kraftcheck.values import ValueError_, canonical_json, from_itf
+from kraftcore.values import ValueError_, canonical_json, from_itf
 from trace_checker.codec import Codec, Key
 from trace_checker.traces import Trace, TraceMalformed
 

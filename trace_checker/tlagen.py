@@ -1,7 +1,7 @@
 """Writing trace values into generated TLA+ modules and TLC configs, safely.
 
 Values come from trace files, so nothing of theirs reaches TLA+ text except through
-`kraftcheck.values.to_tla`, which escapes strings and raises on anything it cannot write.
+`kraftcore.values.to_tla`, which escapes strings and raises on anything it cannot write.
 Model values are the one exception to "strings become string literals": their names come from
 the TLC config and the trace header and must be TLA+ identifiers.  A generated module cannot
 name a model value directly (TLC binds model values only in the config), so each model value
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from kraftcheck.tlc.cfg import TLCConfig
-from kraftcheck.values import Fn, Value, ValueError_, is_identifier, to_tla
+from kraftcore.tlc.cfg import TLCConfig
+from kraftcore.values import Fn, Value, ValueError_, is_identifier, to_tla
 
 __all__ = ["MV_PREFIX", "Unwritable", "ModelValues", "cfg_constants", "value_size",
            "check_tlc_ints"]
@@ -111,7 +111,7 @@ class ModelValues:
 
 def cfg_constants(cfg: TLCConfig, overrides: Mapping[str, int] | None = None) -> list[str]:
     """The CONSTANT statements of a config as text lines, as written (so a string constant stays
-    a string and a model value a model value; kraftcheck.tlc.cfg keeps their source), with the
+    a string and a model value a model value; kraftcore.tlc.cfg keeps their source), with the
     integer constants named in `overrides` raised to the given values."""
     overrides = dict(overrides or {})
     for name, value in overrides.items():

@@ -14,7 +14,7 @@ as a zero-arity definition `TC_d_<n> == ...`, and every occurrence as a referenc
   grows with the number of records, not with (steps x log length).
 
 TLC evaluates a constant-level zero-arity definition once, so the values it builds are shared
-in its memory too.  Values reach the text only through `kraftcheck.values.to_tla` for atoms
+in its memory too.  Values reach the text only through `kraftcore.values.to_tla` for atoms
 (strings escaped) and `ModelValues` for model values (tlagen.py), so nothing of a trace can
 inject TLA+ syntax; integers outside TLC's 32-bit range are refused (`Unwritable`).
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kraftcheck.values import Fn, Value, ValueError_, canonical_json, is_identifier, to_tla
+from kraftcore.values import Fn, Value, ValueError_, canonical_json, is_identifier, to_tla
 from trace_checker.tlagen import ModelValues, Unwritable, check_tlc_ints
 
 __all__ = ["SharedValues", "DEF_PREFIX"]

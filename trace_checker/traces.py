@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kraftcheck.values import is_identifier
+from kraftcore.values import is_identifier
 
 __all__ = ["TraceMalformed", "Step", "Trace", "BoundsRef", "read_trace", "loads_strict", "SCHEMA",
            "MAX_LINE"]

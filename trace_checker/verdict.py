@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftcheck.output import safe
+from kraftcore.output import safe
 from trace_checker.traces import Trace, TraceMalformed
 
 __all__ = ["VERDICTS", "base", "malformed", "out_of_scope", "summary_lines", "count",
@@ -59,7 +59,7 @@ def steps_judged(r: dict) -> int:
 
 def summary_lines(summary: dict, show_valid: bool = False) -> list[str]:
     """Rich-markup lines for people: one per non-valid trace, then the totals.  Everything
-    taken from traces, file names or TLC is escaped (kraftcheck.output.safe); values are
+    taken from traces, file names or TLC is escaped (kraftcore.output.safe); values are
     printed in TLA+ syntax."""
     lines = []
     for r in summary["results"]:

@@ -32,10 +32,10 @@ from pathlib import Path
 import typer
 
 from kraftcheck.commands.tlc import run_entries
-from kraftcheck.output import console, err_console, print_json, write_atomic
-from kraftcheck.paths import REPO_ROOT
-from kraftcheck.tlc.java import ToolchainError, toolchain
-from kraftcheck.tlc.manifest import ManifestError, load_manifest
+from kraftcore.output import console, err_console, print_json, write_atomic
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc.java import ToolchainError, toolchain
+from kraftcore.tlc.manifest import ManifestError, load_manifest
 from kraftcheck.tlc.report import suite_table
 
 
@@ -215,10 +215,10 @@ REVIEW_DIAGRAM = "elr-bug-elr-disabled"
 
 
 def _stage_review(out: Path, show: bool) -> dict:
-    from kraftcheck.paths import SPEC_DIR
+    from kraftcore.paths import SPEC_DIR
     from kraftcheck.tlc.diagram import DiagramError, draw_counterexample
-    from kraftcheck.tlc.manifest import find_entry
-    from kraftcheck.tlc.runner import run_config
+    from kraftcore.tlc.manifest import find_entry
+    from kraftcore.tlc.runner import run_config
     from kraftcheck.typeset import TypesetError, load_modules, render_html
     t0 = time.monotonic()
     problems = []

@@ -14,7 +14,7 @@ import time
 import typer
 from rich.table import Table
 
-from kraftcheck.output import console, err_console, print_json
+from kraftcore.output import console, err_console, print_json
 
 
 def run_proofs(only: list[str] | None = None, timeout_s: float = 120.0,

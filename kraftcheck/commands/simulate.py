@@ -18,7 +18,7 @@ from typing import List, Optional
 import typer
 
 from kraftcheck.choices import choice_option
-from kraftcheck.output import console, err_console, print_json, safe
+from kraftcore.output import console, err_console, print_json, safe
 from refimpl.sim.faults import PROFILES as FAULT_PROFILES
 from refimpl.sim.runner import PROTOCOLS
 

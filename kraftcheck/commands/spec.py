@@ -1,4 +1,4 @@
-"""`kraftcheck spec lint|vars`: review checks on the TLA+ modules (see kraftcheck.speclint)."""
+"""`kraftcheck spec lint|vars`: review checks on the TLA+ modules (see kraftcore.speclint)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from kraftcheck.output import console, err_console, print_json
-from kraftcheck.paths import REPO_ROOT, SPEC_DIR
-from kraftcheck.speclint import lint_spec_dir
+from kraftcore.output import console, err_console, print_json
+from kraftcore.paths import REPO_ROOT, SPEC_DIR
+from kraftcore.speclint import lint_spec_dir
 
 PROTOCOL_MODULES = ["KRaft", "ELR"]
 
@@ -61,7 +61,7 @@ def typeset(out: Path = typer.Option(DEFAULT_TYPESET_OUT, "--out",
 
     Exit 2 when --pdf is asked for and pdflatex or Java/TLC is missing (the message says how to
     install it), 1 when tla2tex or LaTeX fails on a module."""
-    from kraftcheck.tlc.java import ToolchainError, toolchain
+    from kraftcore.tlc.java import ToolchainError, toolchain
     from kraftcheck.typeset import (LatexMissing, TypesetError, latex_command, load_modules,
                                     render_html, typeset_pdf)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from kraftcheck.output import console, err_console, print_json
+from kraftcore.output import console, err_console, print_json
 
 
 def _command(corpus, out, master, graph, graph_bounds, verdicts) -> str:

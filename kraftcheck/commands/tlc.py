@@ -10,11 +10,11 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kraftcheck.choices import choice_option
-from kraftcheck.output import console, err_console, print_json
-from kraftcheck.tlc.java import ToolchainError, toolchain
-from kraftcheck.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
+from kraftcore.output import console, err_console, print_json
+from kraftcore.tlc.java import ToolchainError, toolchain
+from kraftcore.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
 from kraftcheck.tlc.report import print_result, suite_table
-from kraftcheck.tlc.runner import TLCResult, run_config
+from kraftcore.tlc.runner import TLCResult, run_config
 
 tlc_app = typer.Typer(help="Model-check the TLA+ specs with TLC (configs in tlc_configs/).",
                       no_args_is_help=True)

@@ -14,10 +14,10 @@ from pathlib import Path
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kraftcheck.output import console, err_console, print_json, safe
-from kraftcheck.tlc.cfg import CfgError
-from kraftcheck.tlc.java import ToolchainError
-from kraftcheck.tlc.manifest import ManifestError
+from kraftcore.output import console, err_console, print_json, safe
+from kraftcore.tlc.cfg import CfgError
+from kraftcore.tlc.java import ToolchainError
+from kraftcore.tlc.manifest import ManifestError
 
 
 def validate(

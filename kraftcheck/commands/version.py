@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from kraftcheck import __version__
-from kraftcheck.output import console, print_json
-from kraftcheck.tlc.java import ToolchainError, toolchain
+from kraftcore.output import console, print_json
+from kraftcore.tlc.java import ToolchainError, toolchain
 
 
 def version(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:

@@ -320,7 +320,7 @@ def draw(chart: Chart, out: Path) -> Path:
                 bbox=dict(boxstyle="round,pad=0.1", fc="white", ec="none", alpha=0.85))
     ax.text(0.15, y(n_rows - 0.5) + row_h * 0.9, chart.footer, fontsize=10, color="#c0392b",
             weight="bold", va="center")
-    from kraftcheck.output import write_atomic
+    from kraftcore.output import write_atomic
 
     buf = io.BytesIO()
     fig.savefig(buf, format=out.suffix.lower().lstrip("."), dpi=110,

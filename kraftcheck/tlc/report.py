@@ -6,9 +6,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from kraftcheck.tlc.runner import TLCResult
-from kraftcheck.output import safe
-from kraftcheck.values import Value, ValueError_, canonical_json, to_tla
+from kraftcore.tlc.runner import TLCResult
+from kraftcore.output import safe
+from kraftcore.values import Value, ValueError_, canonical_json, to_tla
 
 _MAX_CELL = 160
 

@@ -38,7 +38,7 @@ import json
 from dataclasses import fields, is_dataclass
 from typing import Any
 
-from kraftcheck.values import Fn, canonical, to_itf
+from kraftcore.values import Fn, canonical, to_itf
 
 from refimpl.trace.logjson import LogJson
 

@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from kraftcheck.values import canonical, to_itf
+from kraftcore.values import canonical, to_itf
 from refimpl.kraft import spec_mapping as sm
 from refimpl.kraft.liveness import client_records, judge as judge_liveness
 from refimpl.kraft.config import QuorumConfig

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kraftcheck.values import Fn
+from kraftcore.values import Fn
 from refimpl.bugs import bug_enabled
 from refimpl.kraft import rules
 from refimpl.kraft.config import QuorumConfig

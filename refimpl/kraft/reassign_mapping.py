@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from kraftcheck.values import Fn, canonical, to_itf
+from kraftcore.values import Fn, canonical, to_itf
 from refimpl.kraft import spec_mapping as km
 from refimpl.kraft.log import Record, VoterAssignment
 from refimpl.kraft.messages import (

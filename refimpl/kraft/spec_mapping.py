@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 
-from kraftcheck.values import Fn, canonical
+from kraftcore.values import Fn, canonical
 from refimpl.kraft.log import Record
 from refimpl.kraft.messages import (
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,

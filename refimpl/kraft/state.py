@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from enum import Enum
 
-from kraftcheck.values import Fn
+from kraftcore.values import Fn
 from refimpl.kraft.log import Log
 
 __all__ = ["Role", "QuorumStateFile", "NodeState", "replace",

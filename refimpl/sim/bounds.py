@@ -2,7 +2,7 @@
 
 `kraftcheck simulate --bounds tlc_configs/X.cfg` makes the simulator respect the same bounds
 TLC explores (servers, max epoch, log length, values, restarts...).  The file is read by the
-project's one .cfg reader, kraftcheck/tlc/cfg.py (values: integers, TRUE / FALSE, "strings",
+project's one .cfg reader, kraftcore/tlc/cfg.py (values: integers, TRUE / FALSE, "strings",
 model values, sets, tuples; `X = X` declares a model value; `X <- Op` substitutions are kept in
 `substitutions` but have no value here).  `Bounds` adds typed access for the adapters.
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kraftcheck.tlc.cfg import CfgError, TLCConfig
-from kraftcheck.tlc.cfg import parse_cfg as read_cfg
-from kraftcheck.tlc.cfg import parse_cfg_text as read_cfg_text
+from kraftcore.tlc.cfg import CfgError, TLCConfig
+from kraftcore.tlc.cfg import parse_cfg as read_cfg
+from kraftcore.tlc.cfg import parse_cfg_text as read_cfg_text
 
 __all__ = ["Bounds", "BoundsError", "parse_cfg", "parse_cfg_text"]
 

@@ -25,7 +25,7 @@ def simulate_corpus(*, protocol: str, seeds: Iterable[int], faults: str, steps: 
     if show_progress:
         from rich.progress import Progress
 
-        from kraftcheck.output import err_console
+        from kraftcore.output import err_console
         with Progress(console=err_console, transient=True) as progress:
             task = progress.add_task(f"simulate {protocol}/{faults}", total=len(spec.seeds))
             manifest = run_seeds(spec, out_dir, lambda r: progress.advance(task))

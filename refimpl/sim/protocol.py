@@ -22,7 +22,7 @@ Contract (read this before implementing an adapter)
   `unclean_shutdown` receive that RNG (`rng`) and must draw only from it.
 * `Transition.action` / `Transition.params` name the spec action the step corresponds to
   (e.g. "HandleVoteRequest", {"node": "n2", "msg": {...}}).  Params must be canonical TLA+
-  values (see kraftcheck.values) so they can be written to traces.  `split_sends` makes each
+  values (see kraftcore.values) so they can be written to traces.  `split_sends` makes each
   outgoing request its own step (for specs whose Send actions are separate).
 * `after_step(world, node, action)` runs after each step (ghost/history variables live in
   `world.history`); `crash_allowed(node, state)` lets bounded mode veto a crash.
@@ -77,7 +77,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kraftcheck.values import canonical, to_itf
+from kraftcore.values import canonical, to_itf
 
 __all__ = [
     "Envelope",

@@ -216,7 +216,7 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
 
 def _run_seeds(spec: RunSpec, out_dir: Path | None,
                on_done: Callable[[SimResult], None] | None = None) -> dict:
-    from kraftcheck.output import write_atomic
+    from kraftcore.output import write_atomic
 
     cls, bounds = spec.validate()
     profile = get_profile(spec.faults)
@@ -276,7 +276,7 @@ def _bounds_names(path: str) -> dict:
     """The header's names for a --bounds file: `config`, the manifest config name, when the
     file is tlc_configs/NAME.cfg (the trace checker judges a trace only under a config it
     names this way), and `file`, relative to the repository root when inside it."""
-    from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
+    from kraftcore.paths import CONFIG_DIR, REPO_ROOT
     p = Path(path).resolve()
     out: dict = {}
     if p.parent == CONFIG_DIR and p.suffix == ".cfg":

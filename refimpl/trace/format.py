@@ -6,7 +6,7 @@ Line 1, the header:
    "variables":[..]}
 Lines 2..n+2, one per step (step 0 is the initial state, action "Init"):
   {"kind":"step","trace_id":..,"step":i,"time_ms":t,"action":..,"params":{..},"state":{..}}
-  `state` holds every spec variable AFTER the step, ITF-encoded (kraftcheck.values.to_itf).
+  `state` holds every spec variable AFTER the step, ITF-encoded (kraftcore.values.to_itf).
 Last line, the footer:
   {"kind":"footer","trace_id":..,"steps":n,"actions":a,"end_reason":..,
    "invariants":{name:"ok"|"violated"},"violations":[{"invariant":..,"step":..,"action":..,
@@ -24,7 +24,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from kraftcheck.values import ValueError_, from_itf
+from kraftcore.values import ValueError_, from_itf
 from refimpl.sim.protocol import dumps
 
 __all__ = [

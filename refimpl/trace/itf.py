@@ -47,7 +47,7 @@ def trace_to_itf(path: str | Path) -> dict:
 
 def export_itf(path: str | Path, out_dir: str | Path) -> Path:
     """Write OUT_DIR/<trace_id>.itf.json for the trace at `path`; returns the file written."""
-    from kraftcheck.output import write_atomic
+    from kraftcore.output import write_atomic
 
     doc = trace_to_itf(path)
     tid = doc["#meta"]["trace_id"]

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftcheck.paths import SPEC_DIR, work_dir
-from kraftcheck.tlc.cfg import parse_cfg
-from kraftcheck.tlc.java import toolchain
-from kraftcheck.tlc.manifest import ConfigEntry
-from kraftcheck.tlc.tool_output import Step, TLCError, TLCOutcome, ToolOutputReader
+from kraftcore.paths import SPEC_DIR, work_dir
+from kraftcore.tlc.cfg import parse_cfg
+from kraftcore.tlc.java import toolchain
+from kraftcore.tlc.manifest import ConfigEntry
+from kraftcore.tlc.tool_output import Step, TLCError, TLCOutcome, ToolOutputReader
 
 ProgressFn = Callable[[int, int, int], None]   # generated, distinct, queue
 

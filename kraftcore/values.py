@@ -1,7 +1,7 @@
 """Canonical Python representation of TLA+ values, shared by every stage.
 
 One representation is used everywhere a TLA+ value appears: values parsed from TLC output
-(`kraftcheck.tla_values`), values decoded from refimpl traces (ITF, below), and values written
+(`kraftcore.tla_values`), values decoded from refimpl traces (ITF, below), and values written
 back into generated TLA+ (`to_tla`).  Two values are the same TLA+ value exactly when their
 `fingerprint` is equal.
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from kraftcheck.tla_values import TLAValueSyntaxError, parse_state_lines
-from kraftcheck.values import Fn
+from kraftcore.tla_values import TLAValueSyntaxError, parse_state_lines
+from kraftcore.values import Fn
 
 # TLC message codes (tlc2.output.EC)
 VERSION = 2262
@@ -75,7 +75,7 @@ class Step:
     location: str | None = None
 
     def to_json(self) -> dict:
-        from kraftcheck.values import to_itf
+        from kraftcore.values import to_itf
         return {"index": self.index, "action": self.action, "location": self.location,
                 "state": {k: to_itf(v) for k, v in self.state.items()}}
 

@@ -29,7 +29,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftcheck.paths import CONFIG_DIR, REPO_ROOT
+from kraftcore.paths import CONFIG_DIR, REPO_ROOT
 
 PROFILES = ("ci", "deep", "bugs")
 MODES = ("bfs", "simulate")

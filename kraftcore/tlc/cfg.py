@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftcheck.tla_values import TLAValueSyntaxError, parse_value
-from kraftcheck.values import Value
+from kraftcore.tla_values import TLAValueSyntaxError, parse_value
+from kraftcore.values import Value
 
 KEYWORDS = {
     "CONSTANT", "CONSTANTS", "INIT", "NEXT", "SPECIFICATION", "INVARIANT", "INVARIANTS",

@@ -1,4 +1,5 @@
-"""Output helpers shared by every subcommand: JSON for machines, rich text for people."""
+"""Output helpers shared by every layer: files and folders written atomically, text safe to
+print, and the consoles and JSON the CLI prints (JSON for machines, rich text for people)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ TLC prints values in counterexamples (`-tool` output) and in state-graph dumps
 
 and a state as a conjunction list `/\\ x = ... /\\ y = ...` (or `x = ...` when the spec has a
 single variable).  The grammar is LALR(1) and the transformer runs inside the parser, so no parse
-tree is built: values come out directly in the canonical form of `kraftcheck.values`.
+tree is built: values come out directly in the canonical form of `kraftcore.values`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from functools import lru_cache
 from lark import Lark, Transformer, v_args
 from lark.exceptions import LarkError, UnexpectedInput
 
-from kraftcheck.values import Fn, Value, make_fn
+from kraftcore.values import Fn, Value, make_fn
 
 __all__ = ["TLAValueSyntaxError", "parse_value", "parse_state", "parse_state_lines"]
 
