@@ -9,7 +9,7 @@ client requests).  A handler whose result would leave the bounds is not enabled 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from kraftcore.values import canonical, to_itf
@@ -173,15 +173,13 @@ class KRaftAdapter(ProtocolAdapter):
             return None
         return self._named(t)
 
-    @staticmethod
-    def _named(t: Transition) -> Transition:
+    ACTION_NAMES: Mapping[str, str] = sm.ACTION_NAMES   # refimpl action -> spec action
+
+    def _named(self, t: Transition) -> Transition:
         if t.action is None:
             return t
-        spec_name = sm.ACTION_NAMES[t.action]
-        if spec_name == t.action:
-            return t
-        return Transition(t.state, spec_name, t.params, t.sends, t.persist, t.timers, t.halt,
-                          t.split_sends)
+        spec_name = self.ACTION_NAMES[t.action]
+        return t if spec_name == t.action else replace(t, action=spec_name)
 
     def init(self):
         self._counter = 0
@@ -231,8 +229,7 @@ class KRaftAdapter(ProtocolAdapter):
         t = self.node.restart(node, disk)
         timers = tuple(x for x in t.timers
                        if not isinstance(x, SetTimer) or self._timer_allowed(node, x.name))
-        return self._named(Transition(t.state, t.action, t.params, t.sends, t.persist, timers,
-                                      t.halt, t.split_sends))
+        return self._named(replace(t, timers=timers))
 
     # ---- disk loss (spec LoseDisk)
     def lose_disk(self, node: str, disk: dict[str, Any]) -> dict[str, Any]:
@@ -247,8 +244,7 @@ class KRaftAdapter(ProtocolAdapter):
         t = self.node.restart(node, disk, action="LoseDisk")
         timers = tuple(x for x in t.timers
                        if not isinstance(x, SetTimer) or self._timer_allowed(node, x.name))
-        return self._named(Transition(t.state, t.action, t.params, t.sends, t.persist, timers,
-                                      t.halt, t.split_sends))
+        return self._named(replace(t, timers=timers))
 
     def disk_loss_allowed(self, node: str) -> bool:
         """The disk-loss discipline of Kafka's canRecoverFromSingleNodeCommittedDataLoss: wipe

@@ -90,15 +90,7 @@ class ReassignAdapter(KRaftAdapter):
         return rm.VARIABLES
 
     # ---- behaviour
-    @staticmethod
-    def _named(t: Transition) -> Transition:
-        if t.action is None:
-            return t
-        spec_name = rm.ACTION_NAMES[t.action]
-        if spec_name == t.action:
-            return t
-        return Transition(t.state, spec_name, t.params, t.sends, t.persist, t.timers, t.halt,
-                          t.split_sends)
+    ACTION_NAMES = rm.ACTION_NAMES
 
     def init(self):
         out = super().init()
