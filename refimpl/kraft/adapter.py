@@ -285,19 +285,27 @@ class KRaftAdapter(ProtocolAdapter):
     def _stable_leader(self, w: World, exclude: str | None = None) -> str | None:
         """The leader a majority of the voters follows (it included), among the running
         replicas, or None."""
-        voters = self.bounds.voters
-        for lid in voters:
+        for lid in self._leader_candidates():
             if lid == exclude or not w.up[lid]:
                 continue
             ls = w.states[lid]
             if ls.role is not Role.LEADER:
                 continue
+            voters = self._voters_of_leader(ls)
             n = sum(1 for v in voters if v == lid or (
                 v != exclude and w.up[v] and w.states[v].epoch == ls.epoch
                 and w.states[v].leader_id == lid))
             if holds_majority(n, len(voters)):
                 return lid
         return None
+
+    def _leader_candidates(self) -> tuple[str, ...]:
+        """The replicas that may lead: the (fixed) voters."""
+        return tuple(self.bounds.voters)
+
+    def _voters_of_leader(self, ls: NodeState):
+        """The voters whose majority a leader needs: the (fixed) voters."""
+        return self.bounds.voters
 
     def has_leader(self, world: World) -> bool:
         return self._stable_leader(world) is not None

@@ -24,7 +24,6 @@ from typing import Any
 from refimpl.kraft import reassign_mapping as rm
 from refimpl.kraft.adapter import KRaftAdapter, KRaftBounds
 from refimpl.kraft.config import QuorumConfig
-from refimpl.kraft.quorum import holds_majority
 from refimpl.kraft.reassign import latest_assignment, target_from_log
 from refimpl.kraft.reassign_invariants import ReassignMonitor
 from refimpl.kraft.reassign_node import ReassignNode
@@ -149,21 +148,13 @@ class ReassignAdapter(KRaftAdapter):
         return t
 
     # ---- liveness
-    def _stable_leader(self, w: World, exclude: str | None = None) -> str | None:
-        """The leader a majority of its own voters follows (it included), or None."""
-        for lid in self._nodes:
-            if lid == exclude or not w.up[lid]:
-                continue
-            ls: NodeState = w.states[lid]
-            if ls.role is not Role.LEADER:
-                continue
-            voters = ls.voter_set or self.bounds.voters
-            n = sum(1 for v in voters if v == lid or (
-                v != exclude and w.up[v] and w.states[v].epoch == ls.epoch
-                and w.states[v].leader_id == lid))
-            if holds_majority(n, len(voters)):
-                return lid
-        return None
+    def _leader_candidates(self) -> tuple[str, ...]:
+        """Any replica may lead once a VoterAssignment made it a voter."""
+        return tuple(self._nodes)
+
+    def _voters_of_leader(self, ls: NodeState):
+        """The leader's own voter set (from its log), else the bootstrap voters."""
+        return ls.voter_set or self.bounds.voters
 
     def recovered(self, world: World) -> bool:
         """KIP-595's recovery, and no reassignment pending: the leader's latest assignment has
