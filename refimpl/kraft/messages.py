@@ -36,6 +36,9 @@ class Errors(str, Enum):
     INVALID_QUORUM_STATE = "INVALID_QUORUM_STATE"
     INCONSISTENT_VOTER_SET = "INCONSISTENT_VOTER_SET"
     INVALID_CLUSTER_ID = "INVALID_CLUSTER_ID"
+    # a malformed request (Kafka's INVALID_REQUEST): negative offsets or epochs, or a
+    # LastOffsetEpoch / LastFetchedEpoch beyond the request's own epoch
+    INVALID_REQUEST = "INVALID_REQUEST"
     # KIP-595 early revision "New Error Codes" / KIP-642 draft step 5: a removed voter's Fetch
     NOT_FOLLOWER = "NOT_FOLLOWER"
 

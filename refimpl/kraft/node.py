@@ -318,6 +318,11 @@ class KRaftNode:
         if self._cluster_check_fails(s, m.cluster_id):                         # step 1
             r = VoteResponse(Errors.INVALID_CLUSTER_ID, None, m.candidate_epoch, False)
             return self._same(s, "HandleVoteRequest", [self._send(s, src, r)])
+        if not rules.vote_request_is_valid(m.candidate_epoch, m.last_offset_epoch, m.last_offset):
+            # a malformed candidate position is neither a vote nor an epoch to adopt (Kafka's
+            # KafkaRaftClientTest.testInvalidVoteRequest)
+            r = VoteResponse(Errors.INVALID_REQUEST, s.leader_id, s.epoch, False)
+            return self._same(s, "HandleVoteRequest", [self._send(s, src, r)])
         if m.candidate_epoch < s.epoch:                                        # step 2
             r = VoteResponse(Errors.FENCED_LEADER_EPOCH, s.leader_id, s.epoch, False)
             return self._same(s, "HandleVoteRequest", [self._send(s, src, r)])
@@ -470,9 +475,13 @@ class KRaftNode:
         others learn the epoch and leader and start an election after MIN(retryBackoffMaxMs,
         retryBackoffMs * 2^(N-1)).  Quorum-state is written before any election starts.  No
         response is sent: the resigning leader ignores it ("best-effort graceful shutdown")."""
-        leader = m.leader_id if m.leader_id is not None else None
+        leader = m.leader_id
         succ = m.preferred_successors
-        if (self._cluster_check_fails(s, m.cluster_id) or m.leader_epoch < s.epoch
+        # "If the epoch is smaller than the last known epoch, or the leader id is not known for
+        # this epoch, the request is rejected": a candidate's EndQuorumEpoch (LeaderId -1)
+        # changes nothing at its receiver (Kafka: KafkaRaftClientTest
+        # .testEndQuorumIgnoredIfAlreadyCandidate; only a follower of the resigning leader acts)
+        if (leader is None or self._cluster_check_fails(s, m.cluster_id) or m.leader_epoch < s.epoch
                 or (m.leader_epoch == s.epoch and s.leader_id not in (None, src))
                 or s.node_id not in succ or not self._is_voter(s)):
             return self._same(s, "HandleEndQuorumEpochRequest")
@@ -480,7 +489,7 @@ class KRaftNode:
         if (pos == 0 and s.node_id in self.timeout_voters
                 and (self.max_epoch is None or m.leader_epoch < self.max_epoch)):
             return self.start_election(s, "HandleEndQuorumEpochRequest", m.leader_epoch + 1)
-        new = self.step_down(s, m.leader_epoch, leader if leader is not None else None)
+        new = self.step_down(s, m.leader_epoch, leader)
         delay = rules.successor_backoff_ms(pos, self.cfg.retry_backoff_ms, self.cfg.retry_backoff_max_ms)
         timers = tuple(x for x in self._role_timers(new) if x.name != ELECTION) + \
             (SetTimer(ELECTION, delay),)
@@ -532,6 +541,12 @@ class KRaftNode:
             leader = s.node_id if s.role is Role.LEADER else None
             return self._same(s, "HandleFetchRequest",
                               [resp(s, Errors.INVALID_CLUSTER_ID, leader, m.current_leader_epoch, -1)])
+        if not rules.fetch_request_is_valid(m.current_leader_epoch, m.fetch_offset,
+                                            m.last_fetched_epoch):
+            # a malformed position is answered before the epoch checks of step 2 and changes
+            # nothing (Kafka's KafkaRaftClientTest.testInvalidFetchRequest)
+            return self._same(s, "HandleFetchRequest",
+                              [resp(s, Errors.INVALID_REQUEST, s.leader_id, s.epoch, -1)])
         if s.role is not Role.LEADER or m.current_leader_epoch != s.epoch:       # step 2
             informative = (m.current_leader_epoch < s.epoch or (
                 m.current_leader_epoch == s.epoch and s.leader_id not in (None, src)))
@@ -607,6 +622,13 @@ class KRaftNode:
                 and m.last_fetched_epoch == last_epoch(s.log)):
             if not s.fetch_pending:
                 return self._same(s, "HandleFetchResponse")
+            if (m.error is not Errors.NONE and src == s.leader_id
+                    and self._observer_may_rediscover(s)):
+                # the observer's leader answered with an error that names no newer leader:
+                # ask another voter at once (Kafka's KafkaRaftClientTest
+                # .testObserverLeaderRediscoveryAfterBrokerNotAvailableError)
+                return Transition(self._rediscovery(s), "HandleFetchResponse",
+                                  {"node": s.node_id}, timers=pace + (SetTimer(FETCH, 0),))
             # no leader there (or a stale answer): ask again after an exponential backoff
             attempt = s.fetch_attempt + 1
             backoff = rules.successor_backoff_ms(min(attempt, 30), self.cfg.retry_backoff_ms,
@@ -693,6 +715,12 @@ class KRaftNode:
         if timer == REQUEST:
             if not s.fetch_pending:
                 return None
+            if self._observer_may_rediscover(s):
+                # Kafka's observer retries against another voter when its leader's connection
+                # times out (KafkaRaftClientTest.testObserverLeaderRediscoveryAfterRequestTimeout)
+                new = self._rediscovery(s)
+                return Transition(new, "FetchRequestTimeout", {"node": s.node_id},
+                                  timers=(SetTimer(FETCH, 0),))
             new = replace(s, fetch_pending=False, fetch_attempt=s.fetch_attempt + 1)
             return Transition(new, "FetchRequestTimeout", {"node": s.node_id},
                               timers=(SetTimer(FETCH, 0),))
@@ -700,6 +728,12 @@ class KRaftNode:
             return self._resend(s)
         if timer == CHECK_QUORUM:
             if s.role is not Role.LEADER:
+                return None
+            if is_majority(s.fetched_since_check | {s.node_id}, self._voters(s)):
+                # the leader alone is a majority (a single-voter quorum): it can never lose
+                # touch with its quorum, so the progress timeout never fires (spec
+                # LeaderProgressTimeout: ~IsQuorumOf(i, fetchedSinceCheck[i] \cup {i});
+                # Kafka's LeaderStateTest.testCheckQuorumWithOneVoter)
                 return None
             # the window closes (and this timer restarts) whenever a majority has fetched
             # (rules.record_fetch), so expiring means no majority for quorum.fetch.timeout.ms
@@ -716,13 +750,22 @@ class KRaftNode:
         until one names the new leader (Kafka's KafkaRaftClient.pollFollowerAsObserver; KIP-595
         "BeginQuorumEpoch": observers discover the leader through the Fetch API).  A voter
         follower starts an election instead (the `election` timer, KIP-595 "Vote" 1)."""
-        if (s.role is not Role.FOLLOWER or self._is_voter(s) or s.rediscovering
-                or not self.observer_rediscovery):
+        if not self._observer_may_rediscover(s):
             return None
-        start = self._voters(s).index(s.leader_id) + 1 if s.leader_id in self._voters(s) else 0
-        new = replace(s, rediscovering=True, fetch_pending=False, fetch_attempt=start)
-        return Transition(new, "ObserverFetchTimeout", {"node": s.node_id},
+        return Transition(self._rediscovery(s), "ObserverFetchTimeout", {"node": s.node_id},
                           timers=(CancelTimer(REQUEST), SetTimer(FETCH, 0)))
+
+    def _observer_may_rediscover(self, s: NodeState) -> bool:
+        """An observer following a leader, not yet asking the voters in turn (and the
+        rediscovery is on: it is Kafka's, not a step of spec/KRaft.tla)."""
+        return (s.role is Role.FOLLOWER and not self._is_voter(s) and not s.rediscovering
+                and self.observer_rediscovery)
+
+    def _rediscovery(self, s: NodeState) -> NodeState:
+        """Start asking the voters in turn, beginning with the one after the silent leader."""
+        voters = self._voters(s)
+        start = voters.index(s.leader_id) + 1 if s.leader_id in voters else 0
+        return replace(s, rediscovering=True, fetch_pending=False, fetch_attempt=start)
 
     def _resend(self, s: NodeState) -> Transition | None:
         """Vote requests to voters that have not answered (KIP-595 "Vote"); BeginQuorumEpoch

@@ -7,6 +7,8 @@
 * `follower_high_watermark` KIP-595 "Key Concepts / High watermark", "FetchResponse Handling"
 * `successor_backoff_ms`   KIP-595 "EndQuorumEpoch": MIN(retryBackoffMaxMs, retryBackoffMs * 2^(N-1))
 * `election_backoff_max`   KIP-595 "Vote": random backoff bounded by quorum.election.backoff.max.ms
+* `vote_request_is_valid`  KIP-595 "Vote Request Handling": a well-formed candidate log position
+* `fetch_request_is_valid` KIP-595 "FetchRequest Handling": a well-formed fetch position
 
 Majorities (size, vote counting, the majority-replicated offset) are in refimpl/kraft/quorum.py.
 """
@@ -27,6 +29,8 @@ __all__ = [
     "successor_backoff_ms",
     "election_backoff_max",
     "truncates_committed",
+    "vote_request_is_valid",
+    "fetch_request_is_valid",
 ]
 
 
@@ -117,3 +121,21 @@ def record_fetch(window: frozenset, leader: str, fetcher: str, voters: Iterable[
     if is_majority(joined, voters):
         return frozenset(), True
     return frozenset(window | {fetcher}), False
+
+
+def vote_request_is_valid(candidate_epoch: int, last_offset_epoch: int, last_offset: int) -> bool:
+    """KIP-595 "Vote Request Handling" (Kafka's KafkaRaftClient.handleVoteRequest, tested by
+    KafkaRaftClientTest.testInvalidVoteRequest): the candidate's log position must be
+    well-formed: LastOffset >= 0, LastOffsetEpoch >= 0 and LastOffsetEpoch < CandidateEpoch
+    (a candidate bumps its epoch past every epoch in its log before asking for votes).  A
+    malformed request is answered INVALID_REQUEST and changes nothing."""
+    return last_offset >= 0 and 0 <= last_offset_epoch < candidate_epoch
+
+
+def fetch_request_is_valid(current_leader_epoch: int, fetch_offset: int,
+                           last_fetched_epoch: int) -> bool:
+    """KIP-595 "FetchRequest Handling" (Kafka's KafkaRaftClient.handleFetchRequest, tested by
+    KafkaRaftClientTest.testInvalidFetchRequest): FetchOffset >= 0 and 0 <= LastFetchedEpoch
+    <= CurrentLeaderEpoch (a fetcher never holds a record of an epoch it does not know).  A
+    malformed request is answered INVALID_REQUEST before the epoch checks of step 2."""
+    return fetch_offset >= 0 and 0 <= last_fetched_epoch <= current_leader_epoch
