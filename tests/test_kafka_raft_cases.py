@@ -675,34 +675,6 @@ def test_observer_send_discovery_fetch_after_fetch_timeout():
     assert f.sends[0].dst == "n3" and f.sends[0].payload == fetch(5, 0, 0, replica="o1")
 
 
-def test_observer_leader_rediscovery_after_request_timeout():
-    """KafkaRaftClientTest.testObserverLeaderRediscoveryAfterRequestTimeout; KIP-595
-    "BeginQuorumEpoch" (observers discover the leader through Fetch): when the Fetch to the
-    leader times out the observer retries against another voter."""
-    n = node("n2", "n3")
-    f = pending(n, discover_leader_as_observer(n).state)
-    assert f.sends[0].dst == "n2"
-    t = n.handle_timer(f.state, REQUEST)
-    g = pending(n, t.state)
-    assert g.sends[0].dst == "n3" and g.sends[0].payload == fetch(5, 0, 0, replica="o1")
-    v = n.handle_message(g.state, "n3", fresp(g.state, "n2", 5, 0, error=Errors.FENCED_LEADER_EPOCH))
-    assert (v.state.role, v.state.leader_id, v.state.epoch) == (Role.FOLLOWER, "n2", 5)
-
-
-def test_observer_leader_rediscovery_after_broker_not_available_error():
-    """KafkaRaftClientTest.testObserverLeaderRediscoveryAfterBrokerNotAvailableError (an error
-    without a leader from the observer's leader); KIP-595 "FetchResponse Handling" step 1:
-    "retry to the Fetch request again against one of the remaining voters"."""
-    n = node("n2", "n3")
-    f = pending(n, discover_leader_as_observer(n).state)
-    t = n.handle_message(f.state, "n2", FetchResponse(Errors.NOT_LEADER_OR_FOLLOWER, None, 5, -1, -1, -1))
-    assert timer(t, FETCH) == SetTimer(FETCH, 0)
-    g = pending(n, t.state)
-    assert g.sends[0].dst == "n3"
-    v = n.handle_message(g.state, "n3", fresp(g.state, "n2", 5, 0, error=Errors.NOT_LEADER_OR_FOLLOWER))
-    assert (v.state.role, v.state.leader_id, v.state.epoch) == (Role.FOLLOWER, "n2", 5)
-
-
 def test_handle_vote_request_as_observer_is_rejected():
     """KafkaRaftClientTest.testHandleInvalidVoteRequestAsObserver (vote part); KIP-595 "Key
     Concepts": an observer never votes.  (Kafka also keeps the observer's epoch and answers

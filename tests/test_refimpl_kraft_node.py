@@ -596,7 +596,7 @@ def test_describe_quorum():
 
 
 def test_timers_cancelled_on_role_change():
-    t = N.handle_message(leader_state(), "n3", vote(epoch=9, cand="n3", last_epoch=9, last_offset=9))
+    t = N.handle_message(leader_state(), "n3", vote(epoch=9, cand="n3", last_epoch=8, last_offset=9))
     assert isinstance(timer(t, CHECK_QUORUM), CancelTimer)
     assert t.state.role is Role.VOTED
 

@@ -622,13 +622,6 @@ class KRaftNode:
                 and m.last_fetched_epoch == last_epoch(s.log)):
             if not s.fetch_pending:
                 return self._same(s, "HandleFetchResponse")
-            if (m.error is not Errors.NONE and src == s.leader_id
-                    and self._observer_may_rediscover(s)):
-                # the observer's leader answered with an error that names no newer leader:
-                # ask another voter at once (Kafka's KafkaRaftClientTest
-                # .testObserverLeaderRediscoveryAfterBrokerNotAvailableError)
-                return Transition(self._rediscovery(s), "HandleFetchResponse",
-                                  {"node": s.node_id}, timers=pace + (SetTimer(FETCH, 0),))
             # no leader there (or a stale answer): ask again after an exponential backoff
             attempt = s.fetch_attempt + 1
             backoff = rules.successor_backoff_ms(min(attempt, 30), self.cfg.retry_backoff_ms,
@@ -715,12 +708,6 @@ class KRaftNode:
         if timer == REQUEST:
             if not s.fetch_pending:
                 return None
-            if self._observer_may_rediscover(s):
-                # Kafka's observer retries against another voter when its leader's connection
-                # times out (KafkaRaftClientTest.testObserverLeaderRediscoveryAfterRequestTimeout)
-                new = self._rediscovery(s)
-                return Transition(new, "FetchRequestTimeout", {"node": s.node_id},
-                                  timers=(SetTimer(FETCH, 0),))
             new = replace(s, fetch_pending=False, fetch_attempt=s.fetch_attempt + 1)
             return Transition(new, "FetchRequestTimeout", {"node": s.node_id},
                               timers=(SetTimer(FETCH, 0),))
