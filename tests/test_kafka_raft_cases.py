@@ -884,3 +884,157 @@ def test_restart_restores_resigned_not_leader_for_leader_state_with_fetches():
     r = N2.restart("n1", disk).state
     assert (r.role, r.high_watermark, r.follower_end_offset) == (Role.RESIGNED, 0, Fn())
     assert r.log == s.log
+
+
+# ================================================================ more state-class cases
+
+def test_cannot_resign_if_not_leader_or_observer():
+    """KafkaRaftClientTest.testCannotResignIfNotLeader / testCannotResignIfObserver; KIP-595
+    "EndQuorumEpoch": only a leader (or a candidate ending its election) sends EndQuorumEpoch."""
+    assert N2.resign(boot(N2, "n1", elected(2, "n2", N2.voters)).state) is None
+    n = node("n2", "n3")
+    assert n.resign(n.restart("o1", {QUORUM_STATE: elected(5, "n2", n.voters)}).state) is None
+
+
+def test_observer_cannot_become_candidate():
+    """QuorumStateTest.testObserverCannotBecomeCandidateOrLeader; KIP-595 "Key Concepts":
+    observers never stand in an election, whatever timer fires."""
+    n = node("n2", "n3")
+    s = n.restart("o1", {QUORUM_STATE: unknown(4, n.voters)}).state
+    assert n.start_election(s) is None and n.handle_timer(s, ELECTION) is None
+
+
+def test_cannot_grant_or_reject_non_voters():
+    """CandidateStateTest.testCannotGrantOrRejectNonVoters; KIP-595 "Key Concepts": only voters'
+    answers count towards (or against) a majority."""
+    c = boot(N3, "n1", voted(2, "n1", N3.voters)).state
+    t = N3.handle_message(c, "o1", VoteResponse(Errors.NONE, None, 2, True))
+    assert t.state.role is Role.CANDIDATE
+    two = node("n1", "n2")
+    c2 = boot(two, "n1", voted(2, "n1", two.voters)).state
+    t = two.handle_message(c2, "o1", VoteResponse(Errors.NONE, None, 2, False))
+    assert t.state.role is Role.CANDIDATE                 # n2 may still grant
+
+
+@pytest.mark.parametrize("size,grants,leader", [(1, 0, True), (2, 1, True), (3, 1, True),
+                                               (5, 1, False), (5, 2, True)])
+def test_candidate_quorum_sizes(size, grants, leader):
+    """CandidateStateTest.testSingleNodeQuorum / testTwoNodeQuorumVoteGranted /
+    testThreeNodeQuorumVoteGranted (and five voters); KIP-595 "Vote Response Handling" step 2:
+    a majority of the voters, the candidate's own vote included."""
+    voters = tuple(f"n{i}" for i in range(1, size + 1))
+    n = node(*voters)
+    c = n.start_election(n.initial_state("n1"))
+    s = c.state
+    for v in voters[1:1 + grants]:
+        s = n.handle_message(s, v, VoteResponse(Errors.NONE, None, 1, True)).state
+    if size == 1:
+        s = n.handle_timer(s, "become-leader").state
+    assert (s.role is Role.LEADER) is leader
+
+
+@pytest.mark.parametrize("size,rejections,lost", [(2, 1, True), (3, 1, False), (3, 2, True),
+                                                  (5, 2, False), (5, 3, True)])
+def test_candidate_vote_rejected(size, rejections, lost):
+    """CandidateStateTest.testTwoNodeQuorumVoteRejected / testThreeNodeQuorumVoteRejected;
+    KIP-595 gridlock note: once the rejections leave no majority the candidate steps down at
+    once (keeping its vote) and backs off."""
+    voters = tuple(f"n{i}" for i in range(1, size + 1))
+    n = node(*voters)
+    s = n.start_election(n.initial_state("n1")).state
+    for v in voters[1:1 + rejections]:
+        s = n.handle_message(s, v, VoteResponse(Errors.NONE, None, 1, False)).state
+    assert (s.role is Role.VOTED) is lost and s.voted_id == "n1" and s.epoch == 1
+
+
+# ================================================================ RaftEventSimulationTest
+
+from refimpl.kraft.adapter import KRaftAdapter, KRaftBounds  # noqa: E402
+from refimpl.sim.faults import get_profile  # noqa: E402
+from refimpl.sim.scenario import Scenario  # noqa: E402
+from refimpl.sim.simulator import Simulator  # noqa: E402
+
+
+def sim(voters=3, scenario=None, until=0, seed=0, trace=True):
+    """A fault-free cluster (profile `none`) with the given scenario, run until a leader is
+    back after `until` ms; the online invariants (ElectionSafety, LogMatching,
+    LeaderCompleteness, committed records never lost, HWM monotonic ...) are checked after
+    every step, as RaftEventSimulationTest's invariants are."""
+    names = tuple(f"n{i}" for i in range(1, voters + 1))
+    a = KRaftAdapter(KRaftBounds(voters=names, values=("v1", "v2")))
+    return Simulator(a, seed, get_profile("none"), 400_000, trace=trace, scenario=scenario,
+                     faults_until_ms=until, stop_when_recovered=True).run()
+
+
+def final(r):
+    import json
+    return json.loads(r.lines[-2])["state"]
+
+
+def leader_of(state):
+    leaders = [n for n, role in state["role"].items() if role == "Leader"]
+    assert len(leaders) == 1, state["role"]
+    return leaders[0]
+
+
+@pytest.mark.parametrize("voters", [3, 5])
+def test_initial_leader_election(voters):
+    """RaftEventSimulationTest.testInitialLeaderElection (quorum sizes 3 and 5); KIP-595
+    "Vote": a fault-free cluster elects one leader, whose epoch every voter learns."""
+    r = sim(voters)
+    assert r.violations == [] and r.liveness["verdict"] == "recovered"
+    st = final(r)
+    ldr = leader_of(st)
+    assert st["currentEpoch"][ldr] >= 1
+
+
+def _after_first_leader(voters, fault, seed=0):
+    first = sim(voters, seed=seed)
+    ldr, t0 = leader_of(final(first)), first.time_ms
+    sc = fault(Scenario(), ldr, t0)
+    r = sim(voters, scenario=sc, until=sc.last_fault_ms, seed=seed)
+    assert r.violations == [], r.violations[:1]
+    assert r.liveness["verdict"] == "recovered"
+    st = final(r)
+    return ldr, st, first
+
+
+@pytest.mark.parametrize("voters", [3, 5])
+def test_election_after_leader_failure(voters):
+    """RaftEventSimulationTest.testElectionAfterLeaderFailure; KIP-595 "Vote" condition 1: the
+    leader crashes; the others' fetch timeouts elect a new leader in a larger epoch; the old
+    leader restarts Resigned and catches up with it."""
+    ldr, st, first = _after_first_leader(
+        voters, lambda sc, ldr, t0: sc.crash(ldr, at_ms=t0 + 500, restart_ms=t0 + 6000), seed=1)
+    new = leader_of(st)
+    assert new != ldr and st["currentEpoch"][new] > final(first)["currentEpoch"][ldr]
+
+
+def test_election_after_leader_graceful_shutdown():
+    """RaftEventSimulationTest.testElectionAfterLeaderGracefulShutdown; KIP-595
+    "EndQuorumEpoch": the resigning leader's first preferred successor stands at once."""
+    ldr, st, first = _after_first_leader(
+        3, lambda sc, ldr, t0: sc.graceful(ldr, at_ms=t0 + 500, restart_ms=t0 + 3000), seed=2)
+    assert leader_of(st) != ldr
+
+
+def test_election_after_leader_network_partition():
+    """RaftEventSimulationTest.testElectionAfterLeaderNetworkPartition; KIP-595r "Leader
+    Progress Timeout": the partitioned leader loses its quorum; the majority side elects a new
+    leader; after the heal everyone agrees on it."""
+    ldr, st, first = _after_first_leader(
+        3, lambda sc, ldr, t0: sc.partition({ldr}, start_ms=t0 + 500, end_ms=t0 + 8000), seed=3)
+    new = leader_of(st)
+    assert st["currentEpoch"][new] > final(first)["currentEpoch"][ldr]
+
+
+def test_recovery_after_all_nodes_failed():
+    """RaftEventSimulationTest.testRecoveryAfterAllNodesFailed; KIP-595 "Quorum State": every
+    voter crashes and restarts from its quorum-state file and log; a leader is elected again
+    and no committed record is lost (online invariant)."""
+    def all_down(sc, ldr, t0):
+        for n in ("n1", "n2", "n3"):
+            sc.crash(n, at_ms=t0 + 1000, restart_ms=t0 + 3000)
+        return sc
+    ldr, st, first = _after_first_leader(3, all_down, seed=4)
+    assert st["currentEpoch"][leader_of(st)] > final(first)["currentEpoch"][ldr]
