@@ -947,6 +947,23 @@ def test_candidate_vote_rejected(size, rejections, lost):
     assert (s.role is Role.VOTED) is lost and s.voted_id == "n1" and s.epoch == 1
 
 
+def test_leader_steps_down_after_becoming_follower_voted_or_unattached():
+    """KafkaRaftClientTest.testAccumulatorClearedAfterBecomingFollower / ...BecomingVoted /
+    ...BecomingUnattached (the role changes; the accumulator is Kafka's); KIP-595 "Vote
+    Request Handling" step 4 and "BeginQuorumEpoch Request Handling": a leader that learns a
+    larger epoch stops leading (no more appends) and clears its leader bookkeeping."""
+    s = become_leader(N2, "n1", 2)
+    s = N2.client_append(s, "a").state
+    f = N2.handle_message(s, "n2", BeginQuorumEpochRequest(None, "n2", 3)).state
+    assert (f.role, f.leader_id, f.epoch) == (Role.FOLLOWER, "n2", 3)
+    v = N2.handle_message(s, "n2", vote(3, "n2", 2, len(s.log))).state
+    assert (v.role, v.voted_id, v.epoch) == (Role.VOTED, "n2", 3)
+    u = N2.handle_message(s, "n2", vote(3, "n2", 2, 0)).state       # its log is behind
+    assert (u.role, u.voted_id, u.leader_id, u.epoch) == (Role.UNATTACHED, None, None, 3)
+    for x in (f, v, u):
+        assert N2.client_append(x, "b") is None and x.follower_end_offset == Fn()
+
+
 # ================================================================ RaftEventSimulationTest
 
 from refimpl.kraft.adapter import KRaftAdapter, KRaftBounds  # noqa: E402
