@@ -471,8 +471,8 @@ class KRaftNode:
     def _on_end_epoch_request(self, s: NodeState, src: str, m: EndQuorumEpochRequest) -> Transition:
         """KIP-595 "EndQuorumEpoch Request Handling": rejected if the request names no leader,
         the clusterId does not match, the epoch is older, the epoch's leader is known to be
-        someone else, or we are not a preferred successor.  Otherwise the first successor becomes a candidate at once; the
-        others learn the epoch and leader and start an election after MIN(retryBackoffMaxMs,
+        someone else, or we are not a preferred successor.  Otherwise the first successor
+        becomes a candidate at once; the others learn the epoch and leader and start an election after MIN(retryBackoffMaxMs,
         retryBackoffMs * 2^(N-1)).  Quorum-state is written before any election starts.  No
         response is sent: the resigning leader ignores it ("best-effort graceful shutdown")."""
         leader = m.leader_id
