@@ -472,16 +472,18 @@ class KRaftNode:
         """KIP-595 "EndQuorumEpoch Request Handling": rejected if the request names no leader,
         the clusterId does not match, the epoch is older, the epoch's leader is known to be
         someone else, or we are not a preferred successor.  Otherwise the first successor
-        becomes a candidate at once; the others learn the epoch and leader and start an election after MIN(retryBackoffMaxMs,
-        retryBackoffMs * 2^(N-1)).  Quorum-state is written before any election starts.  No
-        response is sent: the resigning leader ignores it ("best-effort graceful shutdown")."""
+        becomes a candidate at once; the others learn the epoch and leader and start an
+        election after MIN(retryBackoffMaxMs, retryBackoffMs * 2^(N-1)).  Quorum-state is
+        written before any election starts.  No response is sent: the resigning leader ignores
+        it ("best-effort graceful shutdown")."""
         leader = m.leader_id
         succ = m.preferred_successors
         # "If the epoch is smaller than the last known epoch, or the leader id is not known for
         # this epoch, the request is rejected": a candidate's EndQuorumEpoch (LeaderId -1)
         # changes nothing at its receiver (Kafka: KafkaRaftClientTest
         # .testEndQuorumIgnoredIfAlreadyCandidate; only a follower of the resigning leader acts)
-        if (leader is None or self._cluster_check_fails(s, m.cluster_id) or m.leader_epoch < s.epoch
+        if (leader is None or self._cluster_check_fails(s, m.cluster_id)
+                or m.leader_epoch < s.epoch
                 or (m.leader_epoch == s.epoch and s.leader_id not in (None, src))
                 or s.node_id not in succ or not self._is_voter(s)):
             return self._same(s, "HandleEndQuorumEpochRequest")
