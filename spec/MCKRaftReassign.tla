@@ -76,4 +76,76 @@ AtMostOneFetchInFlight ==
     IN  /\ Cardinality(fetches) <= 1
         /\ \A m \in fetches : CopiesIn(m, msgs) <= 1
 
+\* The second message slot (MaxInFlight = 2) serves only the resignation of
+\* the leader that is the last RemovingVoter (§"Reassignment Algorithm" step
+\* 6b sends EndQuorumEpoch to both other voters at once): a second message
+\* is in flight only while an EndQuorumEpoch request is (its loss,
+\* duplication and reordering included).  A bound: it only removes behaviours.
+SecondSlotForEndQuorumEpoch ==
+    \/ K!NumInFlight <= 1
+    \/ \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochRequest"
+
+(***************************************************************************)
+(* Initial state of the ci reassignment configurations: a stable quorum    *)
+(* (KIP-595) before the administrator's request -- StableLeader, one of    *)
+(* the bootstrap voters, leads epoch 1 with the votes of every voter, and  *)
+(* every voter holds and has committed its LeaderChange record; observers  *)
+(* have not fetched yet.  A reachable state of Spec (reassign-ci-grow and  *)
+(* reassign-ci-liveness check the election from the empty Init), so every  *)
+(* behaviour from it is a behaviour of Spec.  Two choices of the leader:   *)
+(* a RemovingVoter (it must remove itself last, step 6b) or a retained     *)
+(* voter (one of the single target set's).                                 *)
+(***************************************************************************)
+OnlyTarget == CHOOSE t \in TargetSets : TRUE
+
+StableQuorumInit(l) ==
+    LET lc == [epoch |-> 1, value |-> LeaderChange]
+    IN
+    /\ currentEpoch = [i \in Server |-> IF i \in Voters THEN 1 ELSE 0]
+    /\ votedId      = [i \in Server |-> IF i \in Voters THEN l ELSE Nil]
+    /\ leaderId     = [i \in Server |-> IF i \in Voters THEN l ELSE Nil]
+    /\ log          = [i \in Server |-> IF i \in Voters THEN <<lc>> ELSE << >>]
+    /\ role         = [i \in Server |-> IF i = l THEN "Leader"
+                                        ELSE IF i \in Voters THEN "Follower"
+                                        ELSE "Unattached"]
+    /\ highWatermark = [i \in Server |-> IF i \in Voters THEN 1 ELSE 0]
+    /\ votesGranted  = [i \in Server |-> {}]
+    /\ votesRejected = [i \in Server |-> {}]
+    /\ followerEndOffset = [i \in Server |->
+                              [v \in Server |-> IF i = l /\ v \in Voters \ {l} THEN 1 ELSE -1]]
+    /\ fetchedSinceCheck = [i \in Server |-> {}]
+    /\ msgs          = EmptyBag
+    /\ restartCount  = 0
+    /\ ghostCommitted = << [entry |-> lc, epoch |-> 1] >>
+    /\ ghostVotes    = [i \in Server |-> IF i \in Voters THEN {l} ELSE {}]
+    /\ voterSet      = [i \in Server |-> Voters]
+    /\ quorumState   = [i \in Server |-> [offset |-> 0, voters |-> Voters]]
+    /\ ghostLeaders  = [e \in {1} |-> {l}]
+
+RemovingLeaderSpec ==
+    StableQuorumInit(CHOOSE v \in Voters \ OnlyTarget : TRUE) /\ [][Next]_allVars
+RetainedLeaderSpec ==
+    StableQuorumInit(CHOOSE v \in Voters \cap OnlyTarget : TRUE) /\ [][Next]_allVars
+
+(***************************************************************************)
+(* Reachability witnesses: invariants that a ci witness configuration      *)
+(* EXPECTS to be violated, so that a bound which silently made the path    *)
+(* unreachable fails the suite (as MCKRaft's NoEndQuorumEpochSent).        *)
+(***************************************************************************)
+\* §"Reassignment Algorithm" step 6b: the leader, the last RemovingVoter,
+\* resigns (this Next has no other Resign).
+NoEndQuorumEpochSent ==
+    \A m \in BagToSet(msgs) : m.type # "EndQuorumEpochRequest"
+
+\* Step 5 / early revision NOT_FOLLOWER: a replica that once led an epoch
+\* is told by a later leader that its removal is committed.
+NoFormerLeaderToldNotFollower ==
+    \A m \in BagToSet(msgs) :
+        ~(/\ m.type = "FetchResponse" /\ m.error = "NOT_FOLLOWER"
+          /\ \E e \in DOMAIN ghostLeaders : m.dest \in ghostLeaders[e] /\ e < m.epoch)
+
+\* Step 5: a removed voter is told NOT_FOLLOWER.
+NoNotFollowerSent ==
+    \A m \in BagToSet(msgs) : ~(m.type = "FetchResponse" /\ m.error = "NOT_FOLLOWER")
+
 =============================================================================

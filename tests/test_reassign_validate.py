@@ -48,3 +48,25 @@ def test_a_wrong_voter_set_leaves_the_spec_graph_at_its_step(tlc_toolchain, tmp_
                         recheck=False)
     r = s["results"][0]
     assert r["verdict"] == "out_of_scope" and r["left_graph_at_step"] == step["step"]
+
+
+def test_refimpl_traces_and_a_planted_bug_in_neighbourhood_mode(tlc_toolchain, tmp_path):
+    """Neighbourhood mode (`kraftcheck validate --lazy --config reassign-graph-grow`): correct
+    refimpl traces are valid step by step; a trace of the planted bug "two changes in flight"
+    (rule (b)) is invalid at the step that appends the second change.  The bug trace fails
+    under the config's bounds and is judged again with the Max* bounds raised (MaxEpoch too),
+    which spec/KRaftReassign.tla's ghostLeaders survives: its domain is the epochs led."""
+    _corpus(tmp_path / "ok", range(3))
+    bad = simulate_corpus(protocol="reassign", seeds=[BUG_SEED], faults="lossy", steps=250,
+                          out=tmp_path / "bug", bounds=str(CFG), bug=BUG)
+    assert bad["traces"]
+    s = validate_corpus([tmp_path / "ok", tmp_path / "bug"], config=GRAPH, out=tmp_path / "out",
+                        max_out_of_scope=0)
+    by_name = {r["trace"] if "trace" in r else r["path"]: r for r in s["results"]}
+    verdicts = sorted((BUG in name, r["verdict"]) for name, r in by_name.items())
+    assert verdicts == [(False, "valid")] * 3 + [(True, "invalid")], verdicts
+    bug = next(r for name, r in by_name.items() if BUG in name)
+    lines = [json.loads(x) for x in (tmp_path / "bug").glob("*.jsonl").__next__().open()]
+    step = next(x for x in lines if x.get("step") == bug["failed_step"])
+    assert step["action"] == "AddVoter"
+    assert any(st.get("bounds") == "raised" for st in s["neighbourhood"])
