@@ -2,7 +2,8 @@
 (***************************************************************************)
 (* Model-checking wrapper for KRaftReassign.tla: the clusterId of the      *)
 (* replicas (one cluster) and the symmetry set of the configurations       *)
-(* tlc_configs/reassign-*.cfg.  Bounds are CONSTANTS of the spec (guards). *)
+(* tlc_configs/reassign-*.cfg, the state constraints and initial state of  *)
+(* the ci shrink / replace configurations, and reachability witnesses.     *)
 (***************************************************************************)
 EXTENDS KRaftReassign
 
