@@ -14,6 +14,7 @@ from trace_checker.corpus import validate_corpus
 
 pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
 GRAPH = "reassign-graph-grow"
+BUG, BUG_SEED = "reassign-two-changes-in-flight", 0   # rule (b), planted in the refimpl
 CFG = REPO_ROOT / "tlc_configs" / f"{GRAPH}.cfg"
 
 
@@ -34,8 +35,8 @@ def test_correct_bounded_traces_validate_in_the_full_graph(tlc_toolchain, tmp_pa
 
 def test_a_wrong_voter_set_leaves_the_spec_graph_at_its_step(tlc_toolchain, tmp_path):
     """Graph mode locates the corrupted step (no state of the spec matches it); the verdict
-    there is the neighbourhood re-check's, switched off here: it needs ghostLeaders's domain
-    to survive raised bounds (contract-12, 20:51)."""
+    there would be the neighbourhood re-check's, switched off here (the neighbourhood mode is
+    tested below)."""
     p = _corpus(tmp_path / "t", range(1))[0]
     lines = p.read_text().splitlines()
     k = next(i for i, x in enumerate(lines)
@@ -48,3 +49,24 @@ def test_a_wrong_voter_set_leaves_the_spec_graph_at_its_step(tlc_toolchain, tmp_
                         recheck=False)
     r = s["results"][0]
     assert r["verdict"] == "out_of_scope" and r["left_graph_at_step"] == step["step"]
+
+
+def test_refimpl_traces_and_a_planted_bug_in_neighbourhood_mode(tlc_toolchain, tmp_path):
+    """Neighbourhood mode (`kraftcheck validate --lazy --config reassign-graph-grow`): correct
+    refimpl traces are valid step by step; the trace of the planted bug "two changes in flight"
+    (rule (b)) is invalid at the step that appends a VoterAssignment before the previous one is
+    committed.  The run raises the Max* bounds (MaxEpoch too), which spec/KRaftReassign.tla's
+    ghostLeaders survives: its domain is the epochs that had a leader, not 1..MaxEpoch."""
+    _corpus(tmp_path / "ok", range(3))
+    simulate_corpus(protocol="reassign", seeds=[BUG_SEED], faults="lossy", steps=250,
+                    out=tmp_path / "bug", bounds=str(CFG), bug=BUG)
+    s = validate_corpus([tmp_path / "ok", tmp_path / "bug"], config=GRAPH,
+                        out=tmp_path / "out", max_out_of_scope=0)
+    assert s["counts"] == {"valid": 3, "invalid": 1, "out_of_scope": 0, "malformed": 0}
+    bad = next(r for r in s["results"] if r["verdict"] == "invalid")
+    assert bad["bug"] == BUG and bad["bounds_raised"]
+    assert {r["bug"] for r in s["results"] if r["verdict"] == "valid"} == {None}
+    lines = [json.loads(x) for x in next((tmp_path / "bug").glob("*.jsonl")).read_text().splitlines()]
+    steps = {x["step"]: x for x in lines if "step" in x}
+    assert steps[bad["failed_step"]]["action"] in {"AddVoter", "RemoveVoter", "CompleteReassignment"}
+    assert s["neighbourhood"] and s["neighbourhood"][0]["raised_constants"]["MaxEpoch"] > 1
