@@ -27,11 +27,12 @@ EXTENDS ELR, TLC
 (* state outside this set is still reported as a deadlock.                 *)
 (***************************************************************************)
 BoundsExhausted ==
-    \A b \in Brokers :
-        /\ ~alive[b]
-        /\ \/ brokerEpoch[b] = MaxBrokerEpoch
-           \/ Restarts = MaxRestarts
-           \/ leaderEpoch = MaxLeaderEpoch
+    \/ partitionEpoch = MaxPartitionEpoch   \* no partition change is possible any more
+    \/ \A b \in Brokers :
+          /\ ~alive[b]
+          /\ \/ brokerEpoch[b] = MaxBrokerEpoch
+             \/ Restarts = MaxRestarts
+             \/ leaderEpoch = MaxLeaderEpoch
 
 \* Not a KIP-966 action: a model-checking stutter step (see above).
 IdleAtBounds == BoundsExhausted /\ UNCHANGED vars
