@@ -53,7 +53,8 @@
 (*     unfenced (Kafka unfences a broker only once it has caught up).      *)
 (*  A10 Metadata is delivered "jump to latest": a broker applies the       *)
 (*     controller's current partition state, never an intermediate one.    *)
-(*  A11 min.insync.replicas is a topic config every broker sees at once.   *)
+(*  A11 The topic's min.insync.replicas travels with the partition state   *)
+(*     in the same metadata (a broker's view carries it).                  *)
 (*  A12 A newly elected leader starts with the HWM it can vouch for: the   *)
 (*     part of the consumer-visible log it holds (followers' own HWMs are  *)
 (*     not modelled).                                                      *)
@@ -161,7 +162,8 @@ ASSUME
 (*                                                                         *)
 (* A broker's own state of the partition (one entry per broker b):        *)
 (*   metadata[b]     b's view [leader, leaderEpoch, partitionEpoch, isr,   *)
-(*                   elr]: the controller's partition record as b last     *)
+(*                   elr, minIsr]: the controller's partition record (and  *)
+(*                   the topic's min ISR) as b last                        *)
 (*                   learned it (metadata propagation or its own           *)
 (*                   AlterPartition response); EmptyView while b is down   *)
 (*   hwm[b]          the HWM b serves as leader (offsets 1..hwm[b] are     *)
@@ -221,7 +223,8 @@ Record == [epoch : 1..MaxLeaderEpoch, value : Values]
 Reply  == [brokerEpoch : 1..MaxBrokerEpoch, leaderEpoch : 1..MaxLeaderEpoch,
            lastEpoch : 0..MaxLeaderEpoch, leo : 0..MaxLogLen]
 View   == [leader : Brokers \cup {NoBroker}, leaderEpoch : 1..MaxLeaderEpoch,
-           partitionEpoch : 0..MaxPartitionEpoch, isr : SUBSET Brokers, elr : SUBSET Brokers]
+           partitionEpoch : 0..MaxPartitionEpoch, isr : SUBSET Brokers, elr : SUBSET Brokers,
+           minIsr : MinIsrValues]
 FollowerInfo == [leo : 0..MaxLogLen, brokerEpoch : 0..MaxBrokerEpoch]
 
 \* KIP-966 §"Public interfaces" / Kafka's AlterPartition error codes.
@@ -242,13 +245,20 @@ Unfenced   == {b \in Brokers : ~fenced[b]}
 LeaderLive == leader /= NoBroker /\ alive[leader]
 
 \* The controller's partition state as a broker sees it, now and after the step.
+\* The view carries the topic's min.insync.replicas (no step that writes
+\* ViewAfter changes it): a ConfigRecord in the same
+\* metadata log, so a broker never sees a config change before the partition
+\* changes that preceded it.
 CurrentView == [leader |-> leader, leaderEpoch |-> leaderEpoch,
-                partitionEpoch |-> partitionEpoch, isr |-> isr, elr |-> elr]
+                partitionEpoch |-> partitionEpoch, isr |-> isr, elr |-> elr, minIsr |-> minIsr]
 ViewAfter   == [leader |-> leader', leaderEpoch |-> leaderEpoch',
-                partitionEpoch |-> partitionEpoch', isr |-> isr', elr |-> elr']
+                partitionEpoch |-> partitionEpoch', isr |-> isr', elr |-> elr', minIsr |-> minIsr]
 \* A down broker has no metadata cache; an error response carries no partition.
 EmptyView   == [leader |-> NoBroker, leaderEpoch |-> 1, partitionEpoch |-> 0,
-                isr |-> {}, elr |-> {}]
+                isr |-> {}, elr |-> {}, minIsr |-> InitMinIsr]
+
+\* The effective min ISR a broker applies: the one of its view.
+ViewMinIsr(view) == EffectiveMinIsr(view.minIsr, ReplicationFactor)
 
 Unknown     == [leo |-> 0, brokerEpoch |-> 0]
 NoFollowers == [f \in Brokers |-> Unknown]
@@ -475,7 +485,7 @@ InstallViewFrom(b, nv, lg, cl0) ==
         fs       == IF sameTerm THEN followerState[b] ELSE NoFollowers
         pAcks    == IF sameTerm THEN pendingAcks[b] ELSE {}
         hu       == IF leads
-                    THEN LeaderHwm(b, lg, nv, {}, fs, EffMinIsr, base, cl, acked \cup staleAck, pAcks)
+                    THEN LeaderHwm(b, lg, nv, {}, fs, ViewMinIsr(nv), base, cl, acked \cup staleAck, pAcks)
                     ELSE [hwm |-> 0, committedLog |-> cl, acked |-> acked \cup staleAck,
                           pendingAcks |-> {}]
     IN  /\ metadata'      = [metadata EXCEPT ![b] = nv]
@@ -549,12 +559,13 @@ Produce(b, v) ==
     /\ Len(log[b]) < MaxLogLen
     /\ LET newLog  == [log EXCEPT ![b] = Append(@, [epoch |-> metadata[b].leaderEpoch,
                                                       value |-> v])]
-           newAcks == IF Cardinality(metadata[b].isr) >= EffMinIsr
+           newAcks == IF Cardinality(metadata[b].isr) >= ViewMinIsr(metadata[b])
                       THEN pendingAcks[b] \cup {Len(newLog[b])}
                       ELSE pendingAcks[b]
        IN  /\ log' = newLog
            /\ SetLeaderHwm(b, LeaderHwm(b, newLog, metadata[b], pendingIsr[b], followerState[b],
-                                        EffMinIsr, hwm[b], committedLog, acked, newAcks))
+                                        ViewMinIsr(metadata[b]), hwm[b], committedLog, acked,
+                                        newAcks))
     /\ UNCHANGED <<alive, flushed, shutdownFile, controllerVars, metadata, pendingIsr,
                    followerState, alterPartition, uncleanShutdowns, lostCommitted>>
 
@@ -582,7 +593,7 @@ FollowerFetch(f) ==
        IN  /\ log'           = newLog
            /\ flushed'       = [flushed EXCEPT ![f] = IF @ < keep THEN @ ELSE keep]
            /\ followerState' = [followerState EXCEPT ![l] = fs]
-           /\ SetLeaderHwm(l, LeaderHwm(l, newLog, metadata[l], pendingIsr[l], fs, EffMinIsr,
+           /\ SetLeaderHwm(l, LeaderHwm(l, newLog, metadata[l], pendingIsr[l], fs, ViewMinIsr(metadata[l]),
                                         hwm[l], committedLog, acked, pendingAcks[l]))
            /\ lostCommitted' = StillMissing(newLog)   \* caught up again?
     /\ ~UNCHANGED <<log, followerState, hwm, acked, pendingAcks>>
@@ -595,7 +606,7 @@ FollowerFetch(f) ==
 \* partition): it learns the metadata when it is unfenced (UnfenceBroker).
 ReceiveMetadata(b) ==
     /\ alive[b] /\ ~fenced[b]
-    /\ metadata[b].partitionEpoch < partitionEpoch
+    /\ metadata[b] /= CurrentView
     /\ InstallView(b, CurrentView, log)
     /\ UNCHANGED <<brokerVars, controllerVars, alterPartition, uncleanShutdowns,
                    lostCommitted>>
@@ -620,7 +631,7 @@ SendAlterPartition(b, proposed) ==
                                  ELSE 0]]]
     \* the maximal ISR changed: the HWM rule again (it only matters with
     \* BugHwmOnPendingIsr, where a pending shrink counts at once)
-    /\ SetLeaderHwm(b, LeaderHwm(b, log, metadata[b], proposed, followerState[b], EffMinIsr,
+    /\ SetLeaderHwm(b, LeaderHwm(b, log, metadata[b], proposed, followerState[b], ViewMinIsr(metadata[b]),
                                  hwm[b], committedLog, acked, pendingAcks[b]))
 
 \* KIP-966 §"ISR invariants": the leader keeps "removing a replica out of ISR
@@ -824,7 +835,7 @@ RestartBroker(b, k) ==
 \* removed."  (Rule 1 of the ELR update with the unchanged ISR as proposal;
 \* below the new min ISR the ELR is kept as it is.)  The effective min ISR is
 \* min(min ISR, replication factor) (§"Compatibility").  Brokers see the new
-\* config at once (abstraction A11); a leader applies it at its next HWM
+\* config with the metadata (abstraction A11); a leader applies it at its next HWM
 \* computation (its next fetch round).
 ChangeMinIsr(m) ==
     /\ m /= minIsr
@@ -1131,7 +1142,7 @@ HwmAdvancesOnlyWithMinIsr ==
     [][\A b \in Brokers :
           (/\ alive[b] /\ metadata[b].leader = b /\ metadata'[b].leader = b
            /\ metadata'[b].leaderEpoch = metadata[b].leaderEpoch /\ hwm'[b] > hwm[b])
-             => Cardinality(metadata'[b].isr) >= EffectiveMinIsr(minIsr', ReplicationFactor)]_vars
+             => Cardinality(metadata'[b].isr) >= ViewMinIsr(metadata'[b])]_vars
 
 -----------------------------------------------------------------------------
 (***************************************************************************)
