@@ -68,9 +68,10 @@ def _elr_entry(name: str):
 def test_elr_literal_last_known_elr_finding_loses_acked_data_after_a_vacuous_wait(tlc_toolchain):
     """docs/spec-elr.md finding 11: with the literal §"Other behaviors" 6a rule the LastKnownELR
     is empty when ISR and ELR are, so Balanced's "all LastKnownELR members replied" holds with
-    one reply, and the replica that lost the acked record is elected (10 states)."""
+    one reply, and the replica that lost the acked record is elected (12 states on the
+    asynchronous spec of issue 14; 10 before)."""
     r = _check(_elr_entry("elr-finding-last-known-elr-literal"))
-    assert r.violated == "NoAckedRecordLost" and len(r.counterexample) == 10
+    assert r.violated == "NoAckedRecordLost" and len(r.counterexample) == 12
     *_, before, last = r.counterexample
     assert last.action == "CompleteUncleanRecovery"
     s = before.state
