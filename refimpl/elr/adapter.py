@@ -7,30 +7,29 @@ unclean-shutdown disk model, enforces the bounds of a TLC config (brokers, value
 log length, max unclean shutdowns...), and composes the refimpl steps that spec/ELR.tla takes
 as one step.
 
-Composite steps (refimpl/sim/protocol.py, "Composite steps").  One simulator event may run
-several nodes' handlers synchronously, the messages between them bypassing the network:
+Asynchronous metadata (issue 14).  The controller's PartitionMetadata pushes, AlterPartition
+requests and responses, fetch requests and responses, produce requests and answers, min ISR
+changes and (with FenceRunningBrokers = TRUE) heartbeats all travel the simulated network
+(latency, loss, duplication, reordering, partitions): every broker acts on its own view of
+the partition (leader, leader epoch, partition epoch, ISR), which may lag the controller's; a
+replaced leader keeps serving until it learns the new epoch; the leader learns a follower's
+log end offset from the follower's next fetch.
 
-* every PartitionMetadata push of the controller reaches every running broker at once
-  (spec A1), so each controller step and the brokers' reaction to it are one step;
-* a follower's fetch round: the Fetch, the leader's answer (a diverging epoch and the
-  truncation, repeated until the logs match), the copy of the leader's log, and the
-  follower's next Fetch, by which the leader learns its new log end and applies the HWM rule
-  (spec A3, A9) -- `FollowerFetch`; the round needs the link between the two brokers;
-* an ISR shrink: the leader's AlterPartition and the controller's commit -- `ShrinkIsr`;
+Composite steps (refimpl/sim/protocol.py, "Composite steps") remain only where one simulator
+event stands for what the spec takes as one step:
+
 * a broker's start: the log recovery, the registration (the controller detects an unclean
-  shutdown and registers the new incarnation unfenced, spec A8) and its answer --
-  `RestartBroker`;
+  shutdown and registers the new incarnation unfenced) and its answer, which carries the
+  metadata the new incarnation starts from -- `RestartBroker`;
 * a clean shutdown: the flush, the CleanShutdownFile, the controlled shutdown at the
   controller, and the broker's stop -- `CleanShutdown`;
-* GetReplicaLogInfo requests and their replies (each reply the controller takes is a spec
-  step of its own, `SendReplicaLogInfo`); with a profile's `async_log_info` (`delays`) the
-  requests go through the network and only the reply is synchronous with its request;
-* heartbeats when FenceRunningBrokers = FALSE (a running broker's session never expires).
-
-Produce requests and their answers, ISR expansion requests (the maximal ISR vs the committed
-ISR: spec `ProposeIsrExpand` then `CommitAlterPartition`), min ISR changes and, with
-FenceRunningBrokers = TRUE, heartbeats go through the simulated network (latency, loss,
-duplication, partitions).
+* GetReplicaLogInfo requests and their replies (each reply the controller takes is a step of
+  its own); with a profile's `async_log_info` (`delays`) the requests go through the network
+  and only the reply is synchronous with its request;
+* the leader's ISR expansion proposal after the fetch that caught a follower up (a step of
+  its own within the same event);
+* heartbeats (and their answers) when FenceRunningBrokers = FALSE (a running broker's
+  session never expires).
 """
 
 from __future__ import annotations
@@ -50,21 +49,15 @@ from .config import config_from_bounds
 from .controller import RECOVERY_TIMER, SESSION_TIMER, Controller
 from .invariants import ElrMonitor
 from .log import ReplicaLog
-from .messages import (ACKS_ALL_OR_ONE, AlterPartitionRequest, AlterPartitionResponse,
-                       BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-                       BrokerRegistrationRequest, BrokerRegistrationResponse, FetchResponse,
-                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse,
-                       PartitionMetadata, ProduceResponse)
+from .messages import (ACKS_ALL_OR_ONE, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                       BrokerRegistrationRequest, BrokerRegistrationResponse,
+                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse, ProduceResponse)
 from .types import ElrConfig, NO_LEADER
 
 __all__ = ["ELRAdapter"]
 
-#: A fetch round stops after this many request/answer pairs (each diverging answer truncates
-#: at least one record, so a round needs at most the log length plus two).
-_MAX_FETCHES = 64
-
 #: Messages always delivered synchronously (see the module docstring).
-_SYNC = (PartitionMetadata, BrokerRegistrationRequest, BrokerRegistrationResponse,
+_SYNC = (BrokerRegistrationRequest, BrokerRegistrationResponse,
          GetReplicaLogInfoRequest, GetReplicaLogInfoResponse)
 #: ... unless the fault profile asks for asynchronous GetReplicaLogInfo (`delays`): then the
 #: requests go through the network (latency, loss, long delays, partitions) and the reply is
@@ -259,10 +252,9 @@ class ELRAdapter(ProtocolAdapter):
             elif isinstance(m, BrokerHeartbeatRequest):
                 (sync if m.want_shutdown or not self.config.fence_running_brokers
                  else rest).append(env)
-            elif isinstance(m, AlterPartitionRequest):
-                (sync if t.action == "ShrinkIsr" else rest).append(env)
-            elif isinstance(m, (BrokerHeartbeatResponse, AlterPartitionResponse)):
-                (sync if env.dst == reply_to else rest).append(env)
+            elif isinstance(m, BrokerHeartbeatResponse):
+                (sync if env.dst == reply_to and not self.config.fence_running_brokers
+                 else rest).append(env)
             else:
                 rest.append(env)
         return tuple(sync), tuple(rest)
@@ -295,53 +287,12 @@ class ELRAdapter(ProtocolAdapter):
                 return self._step(node, self.controller.on_recovery_timer(state, now_ms), now_ms)
             return None
         if node in c.brokers:
-            if timer == FETCH_TIMER:
-                return self._fetch_round(node, state, now_ms)
             handler = {HEARTBEAT_TIMER: self.broker.on_heartbeat_timer,
+                       FETCH_TIMER: self.broker.on_fetch_timer,
                        ISR_TIMER: self.broker.on_isr_timer,
                        HWM_CHECKPOINT_TIMER: self.broker.on_hwm_checkpoint_timer}.get(timer)
             return self._step(node, handler(state, now_ms), now_ms) if handler else None
         return None
-
-    def _fetch_round(self, f: str, state: Any, now_ms: int) -> Transition:
-        """Follower `f`'s fetch round (spec FollowerFetch): fetch until the logs match and the
-        leader has seen `f`'s new log end (its HWM rule and acks), then the leader's ISR
-        expansion proposal if `f` is now in sync (spec ProposeIsrExpand, a step of its own)."""
-        t0 = self.broker.on_fetch_timer(state, now_ms)
-        ev = _Event(self, now_ms)
-        if not t0.sends:
-            ev.add(f, t0, "Stutter")
-            return ev.result()
-        req = t0.sends[0]
-        leader = req.dst
-        ev.add(f, replace(t0, sends=()), "FollowerFetch")
-        blocked = self.world.blocked
-        for _ in range(_MAX_FETCHES):
-            if not ev.up(leader) or (f, leader) in blocked or (leader, f) in blocked:
-                break
-            tl = self.broker.on_fetch(ev.state(leader), f, req.payload, now_ms)
-            if tl is None:
-                break
-            resp = next((e for e in tl.sends if e.dst == f
-                         and isinstance(e.payload, FetchResponse)), None)
-            ev.add(leader, replace(tl, sends=tuple(e for e in tl.sends if e is not resp)), None)
-            before = ev.state(f).log
-            tf = self.broker.on_fetch_response(ev.state(f), leader, resp.payload, now_ms) \
-                if resp is not None else None
-            if tf is not None:
-                ev.add(f, tf, None)
-            for n, part in tl.chain:    # the leader's proposal: f is caught up, so it ends
-                ev.run(n, part, spec_mapping.boundary(part.action))
-            if tf is None or ev.state(f).log == before:
-                break
-            if tl.chain:
-                raise RuntimeError("the leader proposed a follower whose log then changed")
-            req = self.broker.fetch_request(ev.state(f))
-            if req is None:
-                break
-        else:
-            raise RuntimeError(f"{f}: fetch round from {leader} did not converge")
-        return ev.result()
 
     def client_request(self, world: World, rng: random.Random) -> tuple[str, Transition] | None:
         """A produce request to the leader the controller names (a random broker when there is

@@ -69,6 +69,11 @@ class BrokerState:
     leader_epoch_start_offset: int = 0  # the log end offset when this leadership began
     followers: tuple[tuple[str, FollowerProgress], ...] = ()
     pending_isr: frozenset[str] | None = None   # the ISR proposed in the AlterPartition in flight
+    # The controller answered the proposal with INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH:
+    # the leader keeps its maximal ISR and waits for the metadata update (Kafka's
+    # Partition.handleAlterPartitionError): it does not know whether an earlier copy of the
+    # request was applied, so it must not fall back to its committed ISR.
+    awaiting_metadata: bool = False
     pending_acks: tuple[PendingAck, ...] = ()
     # ghost (never read by the protocol): unclean shutdowns this broker went through
     unclean_shutdowns: int = 0
@@ -158,10 +163,26 @@ class Broker:
         leos[s.broker_id] = s.log.end_offset
         return leos
 
+    def hwm_isr(self, s: BrokerState) -> frozenset[str]:
+        """The replicas the leader's HWM waits for: the maximal ISR (KIP-966 "Additional High
+        Watermark advancement requirement": "If maximal ISR > ISR, the message should be
+        replicated to the maximal ISR before covering the message under HWM"; for a pending
+        shrink the maximal ISR is the committed ISR, the removed follower still counts until
+        the controller commits).  The planted bug hwm-on-pending-isr uses the ISR of the
+        AlterPartition in flight instead, before the controller committed it."""
+        if s.pending_isr is not None and bug_enabled(self.bug, "hwm-on-pending-isr"):
+            return s.pending_isr
+        return s.maximal_isr
+
     def next_hwm(self, s: BrokerState, hwm: int) -> int:
-        """The leader's HWM rule (rules.next_high_watermark) from `hwm`, over what it knows."""
+        """The leader's HWM rule (rules.next_high_watermark) from `hwm`, over what it has
+        learned of its followers' log end offsets (their fetch offsets: a follower's records
+        count only from its next fetch)."""
+        isr = self.hwm_isr(s)
+        committed = s.pending_isr if bug_enabled(self.bug, "hwm-on-pending-isr") and \
+            s.pending_isr is not None else s.committed_isr
         return rules.next_high_watermark(
-            hwm, self.log_end_offsets(s), s.committed_isr, s.maximal_isr, s.metadata.min_isr,
+            hwm, self.log_end_offsets(s), committed, isr, s.metadata.min_isr,
             bug_use_maximal_isr=bug_enabled(self.bug, "hwm-on-maximal-isr"))
 
     def _leader_update(self, s: BrokerState,
@@ -176,7 +197,9 @@ class Broker:
         ack_check = not bug_enabled(self.bug, "ack-below-min-isr")
         for a in s.pending_acks:
             if ack_check:
-                ok = rules.acks_all_satisfied(a.offset, hwm, len(s.committed_isr), md.min_isr)
+                isr_size = len(s.pending_isr) if s.pending_isr is not None and \
+                    bug_enabled(self.bug, "hwm-on-pending-isr") else len(s.committed_isr)
+                ok = rules.acks_all_satisfied(a.offset, hwm, isr_size, md.min_isr)
             else:
                 # the bug: "the ISR has it" (every maximal ISR member) without the size check
                 on_all = all(leos.get(r, 0) > a.offset for r in s.maximal_isr)
@@ -201,20 +224,32 @@ class Broker:
         sends: tuple[Envelope, ...] = ()
         new_epoch = old is None or old.leader_epoch != md.leader_epoch or old.leader != md.leader
         if new_epoch:
-            # Leadership changed: drop leader-only state; requests waiting for acks fail.
-            sends = tuple(self._env(s, a.src, ProduceResponse(a.request_id, "NOT_LEADER"))
-                          for a in s.pending_acks)
-            s = replace(s, followers=(), pending_isr=None, pending_acks=(), leader_since_ms=now_ms,
+            # Leadership changed: drop leader-only state; requests waiting for acks fail with
+            # NOT_LEADER (Kafka's DelayedProduce on a leader change).  The planted bug
+            # stale-leader-acks acknowledges them instead: the records are in the replaced
+            # leader's own log, but nothing says the new leader has them.
+            if s.is_leader and bug_enabled(self.bug, "stale-leader-acks"):
+                leos = self.log_end_offsets(s)
+                sends = tuple(self._env(s, a.src, ProduceResponse(
+                    a.request_id, "NONE", a.offset, a.entry, "all",
+                    replicas_with_record=sum(1 for v in leos.values() if v > a.offset),
+                    isr_size=len(s.committed_isr), min_isr=s.metadata.min_isr))
+                    for a in s.pending_acks)
+            else:
+                sends = tuple(self._env(s, a.src, ProduceResponse(a.request_id, "NOT_LEADER"))
+                              for a in s.pending_acks)
+            s = replace(s, followers=(), pending_isr=None, awaiting_metadata=False,
+                        pending_acks=(), leader_since_ms=now_ms,
                         leader_epoch_start_offset=s.log.end_offset)
         if old is not None and md.partition_epoch != old.partition_epoch:
             # The AlterPartition in flight was based on an older partition epoch: it is either
             # committed now or will be rejected; the leader proposes again from the new ISR.
-            s = replace(s, pending_isr=None)
+            s = replace(s, pending_isr=None, awaiting_metadata=False)
         if s.pending_isr is not None and old is not None and any(
                 md.live(r) != old.live(r) for r in s.pending_isr - old.isr):
             # A replica it proposed to add was fenced (or re-registered): the controller will
             # reject the request (its epochs no longer match), so the proposal is dropped.
-            s = replace(s, pending_isr=None)
+            s = replace(s, pending_isr=None, awaiting_metadata=False)
         s = replace(s, metadata=md)
         if s.is_leader:
             s, acks = self._leader_update(s, now_ms)
@@ -297,6 +332,9 @@ class Broker:
             return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
         md = s.metadata
         if s.pending_isr is not None:
+            if s.awaiting_metadata:
+                return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id},
+                                  timers=t)
             return Transition(state=s, action="SendAlterPartition",
                               params={"broker": s.broker_id, "isr": s.pending_isr}, timers=t,
                               sends=(self._alter(s, s.pending_isr),))
@@ -336,12 +374,24 @@ class Broker:
                 msg.request_partition_epoch != md.partition_epoch or \
                 msg.request_added != self._added(md, s.pending_isr):
             return None                   # not the answer to the request in flight
-        s2 = replace(s, pending_isr=None)
+        # Success: the response carries the committed partition state (Kafka adopts the
+        # response's ISR and partition epoch).  INELIGIBLE_REPLICA (the controller says the
+        # request was not applied): back to the committed ISR, the leader proposes again from
+        # its view at its next ISR check.
+        if msg.error in ("INVALID_UPDATE_VERSION", "FENCED_LEADER_EPOCH"):
+            if s.awaiting_metadata:
+                return None
+            return Transition(state=replace(s, awaiting_metadata=True),
+                              action="AlterPartitionRejected",
+                              params={"broker": s.broker_id, "error": msg.error})
+        s2 = replace(s, pending_isr=None, awaiting_metadata=False)
         s2, sends = self._apply_metadata(s2, msg.metadata, now_ms)
         if s2.is_leader:
             s2, acks = self._leader_update(s2, now_ms)
             sends += acks
-        return Transition(state=s2, action="ReceiveAlterPartitionResponse",
+        action = "ReceiveAlterPartitionResponse" if msg.error == "NONE" else \
+            "AlterPartitionRejected"
+        return Transition(state=s2, action=action,
                           params={"broker": s.broker_id, "error": msg.error}, sends=sends)
 
     def on_fetch(self, s: BrokerState, src: str, req: FetchRequest,
@@ -349,17 +399,31 @@ class Broker:
         """The leader serves a follower's fetch: divergence check, follower progress, HWM,
         acks, then ISR expansion (a follower caught up with the leader is proposed for the ISR:
         the maximal ISR grows at once, the committed ISR when the controller answers)."""
-        if not s.is_leader or req.replica_id == s.broker_id or \
-                req.replica_id not in self.config.brokers:
+        if req.replica_id == s.broker_id or req.replica_id not in self.config.brokers or \
+                not s.registered:
             return None
         md = s.metadata
-        if req.leader_epoch != md.leader_epoch:
-            resp = FetchResponse(md.leader_epoch, "FENCED_LEADER_EPOCH", req.fetch_offset)
-            return Transition(state=s, action="RejectFetch", params={"broker": s.broker_id},
+        err = None
+        if not s.is_leader:
+            err = "NOT_LEADER_OR_FOLLOWER"         # this broker's view: not the leader
+        elif req.leader_epoch < md.leader_epoch:
+            err = "FENCED_LEADER_EPOCH"            # the follower's view is stale
+        elif req.leader_epoch > md.leader_epoch:
+            err = "UNKNOWN_LEADER_EPOCH"           # the leader's own view is stale
+        else:
+            old = s.progress().get(req.replica_id)
+            if old is not None and old.broker_epoch > req.replica_broker_epoch:
+                err = "STALE_BROKER_EPOCH"         # a fetch of the follower's previous life
+        if err is not None:
+            resp = FetchResponse(md.leader_epoch if md else 0, err, req.fetch_offset,
+                                 last_fetched_epoch=req.last_fetched_epoch)
+            return Transition(state=s, action="RejectFetch",
+                              params={"broker": s.broker_id, "error": err},
                               sends=(self._env(s, src, resp),))
         if not s.log.matches(req.fetch_offset, req.last_fetched_epoch):
             e, end = s.log.end_offset_for_epoch(req.last_fetched_epoch)
-            resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, (), s.hwm, e, end)
+            resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, (), s.hwm, e, end,
+                                 req.last_fetched_epoch)
             return Transition(state=s, action="HandleFetchDiverging",
                               params={"broker": s.broker_id, "follower": req.replica_id},
                               sends=(self._env(s, src, resp),))
@@ -373,7 +437,8 @@ class Broker:
         s = replace(s, followers=tuple(sorted(prog.items())))
         s, acks = self._leader_update(s, now_ms)
         entries = s.log.entries[req.fetch_offset:]
-        resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, entries, s.hwm)
+        resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, entries, s.hwm,
+                             last_fetched_epoch=req.last_fetched_epoch)
         t = Transition(state=s, action="HandleFetch",
                        params={"broker": s.broker_id, "follower": req.replica_id,
                                "fetchOffset": req.fetch_offset},
@@ -399,7 +464,8 @@ class Broker:
                           now_ms: int) -> Transition | None:
         md = s.metadata
         if md is None or s.is_leader or src != md.leader or resp.leader_epoch != md.leader_epoch \
-                or resp.error != "NONE" or resp.fetch_offset != s.log.end_offset:
+                or resp.error != "NONE" or resp.fetch_offset != s.log.end_offset \
+                or resp.last_fetched_epoch != s.log.last_epoch:
             return None
         if resp.diverging_epoch is not None:
             # Truncate to min(leader's end offset for the epoch, ours), always making progress.

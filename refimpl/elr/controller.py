@@ -441,7 +441,11 @@ class Controller:
             err = "STALE_BROKER_EPOCH"
         elif p.leader != b or p.leader_epoch != req.leader_epoch:
             err = "FENCED_LEADER_EPOCH"
-        elif p.partition_epoch != req.partition_epoch:
+        elif p.partition_epoch != req.partition_epoch and \
+                not bug_enabled(self.bug, "alter-partition-no-epoch-check"):
+            # KRaft's ReplicationControlManager: a request based on another partition epoch
+            # is stale (INVALID_UPDATE_VERSION), unless it asks for the ISR already committed
+            # (a retry whose first copy was applied: answered as a success).
             err = "NONE" if req.new_isr == p.isr else "INVALID_UPDATE_VERSION"
             if err == "NONE":
                 resp = AlterPartitionResponse("NONE", s.metadata_for(b), req.new_isr,
@@ -455,8 +459,9 @@ class Controller:
         else:
             err = "NONE"
         if err != "NONE":
-            resp = AlterPartitionResponse(err, s.metadata_for(b) if reg else None, req.new_isr,
-                                          req.partition_epoch, req.added)
+            # An error response carries no partition state: the leader learns the new state
+            # from the metadata (Kafka: "wait for the metadata update").
+            resp = AlterPartitionResponse(err, None, req.new_isr, req.partition_epoch, req.added)
             return Transition(state=s, action="RejectAlterPartition",
                               params={"broker": b, "error": err}, sends=(Envelope(c, b, resp),))
         s0 = s

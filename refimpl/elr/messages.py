@@ -136,6 +136,9 @@ class FetchResponse:
     high_watermark: int = 0
     diverging_epoch: int | None = None     # set when the follower must truncate
     diverging_end_offset: int = 0
+    # the request's last fetched epoch: with fetch_offset, the log position it answers (a
+    # delayed answer to an earlier fetch from another log at the same offset is ignored)
+    last_fetched_epoch: int = 0
 
 
 @dataclass(frozen=True)

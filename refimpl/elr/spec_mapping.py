@@ -68,6 +68,10 @@ SPEC_ACTIONS: frozenset[str] = frozenset({
 
 NO_REPLY = "NoReply"
 
+PROVISIONAL = frozenset({"HandleFetch", "HandleFetchDiverging", "HandleFetchResponse",
+                         "TruncateLog", "ReceiveMetadata", "AlterPartitionRejected",
+                         "ReceiveAlterPartitionResponse", "SendAlterPartition", "RejectFetch"})
+
 #: The refimpl step leading a simulator step -> the spec action of the whole (composite) step.
 ACTION_MAP: dict[str, str] = {
     "Produce": "Produce",
@@ -113,6 +117,8 @@ def spec_action(step: str, params: dict | None = None) -> str:
         return "ShrinkIsr" if params.get("shrink") else "CommitAlterPartition"
     if step in ACTION_MAP:
         return ACTION_MAP[step]
+    if step in PROVISIONAL:
+        return step
     if step in STUTTERS:
         return "Stutter"
     raise KeyError(f"refimpl step {step!r} has no spec action (add it to spec_mapping)")
