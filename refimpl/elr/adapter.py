@@ -49,12 +49,18 @@ from .config import config_from_bounds
 from .controller import RECOVERY_TIMER, SESSION_TIMER, Controller
 from .invariants import ElrMonitor
 from .log import ReplicaLog
-from .messages import (ACKS_ALL_OR_ONE, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-                       BrokerRegistrationRequest, BrokerRegistrationResponse,
-                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse, ProduceResponse)
+from .messages import (ACKS_ALL_OR_ONE, AlterPartitionRequest, AlterPartitionResponse,
+                       BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+                       BrokerRegistrationRequest, BrokerRegistrationResponse, FetchResponse,
+                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse, PartitionMetadata,
+                       ProduceResponse)
 from .types import ElrConfig, NO_LEADER
 
 __all__ = ["ELRAdapter"]
+
+#: A fetch round stops after this many request/answer pairs (each diverging answer truncates
+#: at least one record, so a round needs at most the log length plus one).
+_MAX_FETCHES = 64
 
 #: Messages always delivered synchronously (see the module docstring).
 _SYNC = (BrokerRegistrationRequest, BrokerRegistrationResponse,
@@ -116,19 +122,31 @@ class _Event:
             return
         sync, rest = self.a._split(t, reply_to)
         self.add(node, replace(t, sends=rest), label)
+        a = self.a
+        if node == a.config.controller and t.action == "AlterMinIsr":
+            # spec A11: every running broker sees the new min ISR at once (no HWM step)
+            eff = t.state.eff_min_isr
+            for b in a.config.brokers:
+                if self.up(b):
+                    st = a.broker.on_config(self.state(b), eff)
+                    if st is not self.state(b):
+                        self.add(b, Transition(state=st, action="ConfigUpdate",
+                                               params={"broker": b}), None)
         for env in sync:
-            self.deliver(env)
+            self.deliver(env, absorb=t.action == "UnfenceBroker")
         for n, part in t.chain:
             if n == node and self.state(node) is not t.state:
                 raise RuntimeError(f"{node}: a chained part of {t.action} would overwrite "
                                    f"what a synchronous message changed")
             self.run(n, part, spec_mapping.boundary(part.action))
 
-    def deliver(self, env: Envelope) -> None:
+    def deliver(self, env: Envelope, absorb: bool = False) -> None:
+        """Deliver `env` within the event; `absorb`: the receiver's step continues the sender's
+        spec step (an unfenced broker installs the metadata in UnfenceBroker, spec A8)."""
         if self.up(env.dst):
             t = self.a._handle(env.dst, self.state(env.dst), env, self.now)
-            self.run(env.dst, t, spec_mapping.boundary(t.action) if t else None,
-                     reply_to=env.src)
+            label = None if absorb or t is None else spec_mapping.boundary(t.action)
+            self.run(env.dst, t, label, reply_to=env.src)
 
     def result(self) -> Transition | None:
         if not self.parts:
@@ -209,6 +227,31 @@ class ELRAdapter(ProtocolAdapter):
     def bind(self, world: World) -> None:
         self.world = world
         self._encoder = spec_mapping.StateEncoder(self.config)
+        self.broker.leader_hwm_start = self._leader_hwm_start
+        self.broker.alter_channel_busy = self._alter_channel_busy
+
+    def _leader_hwm_start(self, s: Any) -> int:
+        """Spec abstraction A12: a broker starting a new leader epoch serves the
+        consumer-visible prefix it holds (CommonPrefixLen(log[b], committedLog))."""
+        committed = self.world.history.get("committed", ())
+        return spec_mapping.common_prefix_len(s.log.entries, committed)
+
+    def _alter_channel_busy(self, b: str) -> bool:
+        """spec alterPartition[b] /= NoMessage: b's request or its answer is in flight (a
+        request outlives its sender's restart)."""
+        return spec_mapping.alter_partition_slot(self.config, self.world, b) is not None
+
+    def reliable(self, env: Envelope) -> bool:
+        """The AlterPartition channel is the spec's one slot per broker: a request is never
+        lost, nor its answer to the incarnation that sent it while that one runs."""
+        m = env.payload
+        if isinstance(m, AlterPartitionRequest):
+            return True
+        if isinstance(m, AlterPartitionResponse):
+            st = self.world.states.get(env.dst)
+            return bool(self.world.up.get(env.dst)) and st is not None and \
+                st.broker_epoch == m.broker_epoch
+        return False
 
     # ---- behaviour --------------------------------------------------------------------
     def init(self):
@@ -253,8 +296,8 @@ class ELRAdapter(ProtocolAdapter):
                 (sync if m.want_shutdown or not self.config.fence_running_brokers
                  else rest).append(env)
             elif isinstance(m, BrokerHeartbeatResponse):
-                (sync if env.dst == reply_to and not self.config.fence_running_brokers
-                 else rest).append(env)
+                (sync if (env.dst == reply_to and not self.config.fence_running_brokers)
+                 or t.action == "UnfenceBroker" else rest).append(env)
             else:
                 rest.append(env)
         return tuple(sync), tuple(rest)
@@ -269,6 +312,17 @@ class ELRAdapter(ProtocolAdapter):
 
     def deliver(self, node: str, state: Any, env: Envelope, now_ms: int) -> Transition | None:
         c = self.config
+        m = env.payload
+        if node in c.brokers and isinstance(m, (PartitionMetadata, BrokerHeartbeatResponse)):
+            # Spec abstraction A10: a broker catching up with the metadata log replays it to
+            # its end -- the controller's current partition state, never an intermediate one.
+            ctrl = self.world.states[c.controller]
+            reg = ctrl.registration(node)
+            if reg is None or reg.broker_epoch != state.broker_epoch:
+                return None
+            cur = ctrl.metadata_for(node)
+            env = replace(env, payload=cur if isinstance(m, PartitionMetadata)
+                          else replace(m, metadata=cur))
         if node == c.controller and isinstance(env.payload, BrokerHeartbeatRequest) and \
                 not self.world.up.get(env.src, False):
             reg = state.registration(env.src)
@@ -287,12 +341,54 @@ class ELRAdapter(ProtocolAdapter):
                 return self._step(node, self.controller.on_recovery_timer(state, now_ms), now_ms)
             return None
         if node in c.brokers:
+            if timer == FETCH_TIMER:
+                return self._fetch_round(node, state, now_ms)
             handler = {HEARTBEAT_TIMER: self.broker.on_heartbeat_timer,
-                       FETCH_TIMER: self.broker.on_fetch_timer,
                        ISR_TIMER: self.broker.on_isr_timer,
                        HWM_CHECKPOINT_TIMER: self.broker.on_hwm_checkpoint_timer}.get(timer)
             return self._step(node, handler(state, now_ms), now_ms) if handler else None
         return None
+
+    def _fetch_round(self, f: str, state: Any, now_ms: int) -> Transition:
+        """Follower `f`'s fetch round (spec FollowerFetch): the Fetch to the leader of f's
+        view, the leader's answer (a diverging epoch and the truncation, repeated until the
+        logs match: the leader then learns f's fetch offset -- the part of f's log matching
+        its own -- and applies its HWM rule), and the copy of the leader's log.  The records
+        copied now count at f's next fetch.  Then the leader's ISR expansion proposal if f
+        is in sync (spec ProposeIsrExpand, a step of its own).  The round needs the link
+        between the two brokers (both ways)."""
+        t0 = self.broker.on_fetch_timer(state, now_ms)
+        ev = _Event(self, now_ms)
+        if not t0.sends:
+            ev.add(f, t0, "Stutter")
+            return ev.result()
+        req = t0.sends[0]
+        leader = req.dst
+        ev.add(f, replace(t0, sends=()), "FollowerFetch")
+        blocked = self.world.blocked
+        for _ in range(_MAX_FETCHES):
+            if not ev.up(leader) or (f, leader) in blocked or (leader, f) in blocked:
+                break
+            tl = self.broker.on_fetch(ev.state(leader), f, req.payload, now_ms)
+            if tl is None:
+                break
+            resp = next((e for e in tl.sends if e.dst == f
+                         and isinstance(e.payload, FetchResponse)), None)
+            ev.add(leader, replace(tl, sends=tuple(e for e in tl.sends if e is not resp)), None)
+            tf = self.broker.on_fetch_response(ev.state(f), leader, resp.payload, now_ms) \
+                if resp is not None else None
+            if tf is not None:
+                ev.add(f, tf, None)
+            if tf is None or tf.action != "TruncateLog":
+                for n, part in tl.chain:   # the leader's proposal, after the copy
+                    ev.run(n, part, spec_mapping.boundary(part.action))
+                break
+            req = self.broker.fetch_request(ev.state(f))
+            if req is None:
+                break
+        else:
+            raise RuntimeError(f"{f}: fetch round from {leader} did not converge")
+        return ev.result()
 
     def client_request(self, world: World, rng: random.Random) -> tuple[str, Transition] | None:
         """A produce request to the leader the controller names (a random broker when there is
@@ -400,25 +496,35 @@ class ELRAdapter(ProtocolAdapter):
 
     # ---- observation ------------------------------------------------------------------
     def after_step(self, world: World, node: str | None, action: str) -> None:
-        """The ghost `committedLog` (spec): the consumer-visible log.  A newly elected leader
-        starts from the part of it that it holds (spec ApplyOutcome's baseHwm); the running
-        leader's HWM rule (Broker.next_hwm: rules.next_high_watermark over what the leader
-        knows of its followers) grows it.  The leader's own HWM follows the same rule from
-        its own starting point, which may lag (a new leader learns the HWM from its followers'
-        fetches) or, after an unclean election, lead (Kafka keeps a new leader's stale HWM):
-        the spec's HWM is the consumer-visible one."""
+        """The ghost `committedLog` (spec): the consumer-visible log.
+        * An election (a new leader epoch at the controller) keeps the part of it the elected
+          leader holds (spec CommittedAfter).
+        * A broker that starts leading a new leader epoch keeps the part it holds too, and
+          serves it as its HWM (abstraction A12: Broker.leader_hwm_start).
+        * When a broker acting as leader (in its own view, also a stale one) advances its HWM
+          beyond the consumer-visible log, that log becomes its log up to its HWM (spec
+          LeaderHwm)."""
         h = world.history
-        p = world.states[self.config.controller].partition
+        c = self.config
+        p = world.states[c.controller].partition
         committed = h.get("committed", ())
         if "epoch" in h and p.leader_epoch != h["epoch"] and p.leader in world.states:
             lg = world.states[p.leader].log.entries
             committed = committed[:spec_mapping.common_prefix_len(lg, committed)]
         h["epoch"] = p.leader_epoch
-        ldr = spec_mapping.acting_leader(self.config, world)
-        if ldr is not None and world.up.get(ldr.broker_id, False):
-            hwm = self.broker.next_hwm(ldr, len(committed))
-            if hwm > len(committed):
-                committed = ldr.log.entries[:hwm]
+        terms = h.setdefault("terms", {})
+        hwms = h.setdefault("hwms", {})
+        for b in c.brokers:
+            st = world.states[b]
+            leads = world.up.get(b, False) and st.is_leader
+            term = (st.incarnation, st.metadata.leader_epoch) if leads else None
+            if leads and terms.get(b) != term:
+                committed = committed[:spec_mapping.common_prefix_len(st.log.entries, committed)]
+            terms[b] = term
+            hwm = st.hwm if leads else 0
+            if leads and hwm > hwms.get(b, 0) and hwm > len(committed):
+                committed = st.log.entries[:hwm]
+            hwms[b] = hwm
         h["committed"] = committed
 
     def project(self, world: World) -> dict[str, Any]:

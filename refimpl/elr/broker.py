@@ -69,11 +69,6 @@ class BrokerState:
     leader_epoch_start_offset: int = 0  # the log end offset when this leadership began
     followers: tuple[tuple[str, FollowerProgress], ...] = ()
     pending_isr: frozenset[str] | None = None   # the ISR proposed in the AlterPartition in flight
-    # The controller answered the proposal with INVALID_UPDATE_VERSION / FENCED_LEADER_EPOCH:
-    # the leader keeps its maximal ISR and waits for the metadata update (Kafka's
-    # Partition.handleAlterPartitionError): it does not know whether an earlier copy of the
-    # request was applied, so it must not fall back to its committed ISR.
-    awaiting_metadata: bool = False
     pending_acks: tuple[PendingAck, ...] = ()
     # ghost (never read by the protocol): unclean shutdowns this broker went through
     unclean_shutdowns: int = 0
@@ -105,6 +100,14 @@ class Broker:
     def __init__(self, config: ElrConfig):
         self.config = config
         self.bug = config.bug
+        # The HWM a broker starts a new leader epoch with.  None: its own HWM (what it learned
+        # as a follower, as Kafka).  The simulator adapter sets the spec's abstraction A12:
+        # the consumer-visible prefix the new leader holds.
+        self.leader_hwm_start = None
+        # Is `broker`'s AlterPartition channel busy (a request or its response in flight)?
+        # The spec has one slot per broker, which a request keeps across the sender's restart;
+        # the simulator adapter answers from the network.  Default: the broker's own pending ISR.
+        self.alter_channel_busy = None
 
     # ---- construction -----------------------------------------------------------------
     def timers(self) -> tuple[SetTimer, ...]:
@@ -193,24 +196,33 @@ class Broker:
         leos = self.log_end_offsets(s)
         hwm = self.next_hwm(s, s.hwm)
         s = replace(s, hwm=hwm)
-        done, keep = [], []
+        done, failed, keep = [], [], []
         ack_check = not bug_enabled(self.bug, "ack-below-min-isr")
+        isr_size = len(s.pending_isr) if s.pending_isr is not None and \
+            bug_enabled(self.bug, "hwm-on-pending-isr") else len(s.committed_isr)
         for a in s.pending_acks:
             if ack_check:
-                isr_size = len(s.pending_isr) if s.pending_isr is not None and \
-                    bug_enabled(self.bug, "hwm-on-pending-isr") else len(s.committed_isr)
-                ok = rules.acks_all_satisfied(a.offset, hwm, isr_size, md.min_isr)
+                # Kafka's DelayedProduce: once the HWM passed the record, answer -- success if
+                # the ISR has min ISR members (rules.acks_all_satisfied), else
+                # NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+                if hwm <= a.offset:
+                    keep.append(a)
+                elif rules.acks_all_satisfied(a.offset, hwm, isr_size, md.min_isr):
+                    done.append(a)
+                else:
+                    failed.append(a)
             else:
                 # the bug: "the ISR has it" (every maximal ISR member) without the size check
                 on_all = all(leos.get(r, 0) > a.offset for r in s.maximal_isr)
-                ok = on_all
-            (done if ok else keep).append(a)
-        if not done:
+                (done if on_all else keep).append(a)
+        if not done and not failed:
             return s, ()
         sends = tuple(self._env(s, a.src, ProduceResponse(
             a.request_id, "NONE", a.offset, a.entry, "all",
             replicas_with_record=sum(1 for v in leos.values() if v > a.offset),
             isr_size=len(s.committed_isr), min_isr=md.min_isr)) for a in done)
+        sends += tuple(self._env(s, a.src, ProduceResponse(
+            a.request_id, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")) for a in failed)
         return replace(s, pending_acks=tuple(keep)), sends
 
     def _apply_metadata(self, s: BrokerState, md: PartitionMetadata | None,
@@ -238,23 +250,30 @@ class Broker:
             else:
                 sends = tuple(self._env(s, a.src, ProduceResponse(a.request_id, "NOT_LEADER"))
                               for a in s.pending_acks)
-            s = replace(s, followers=(), pending_isr=None, awaiting_metadata=False,
+            s = replace(s, followers=(), pending_isr=None,
                         pending_acks=(), leader_since_ms=now_ms,
                         leader_epoch_start_offset=s.log.end_offset)
-        if old is not None and md.partition_epoch != old.partition_epoch:
-            # The AlterPartition in flight was based on an older partition epoch: it is either
-            # committed now or will be rejected; the leader proposes again from the new ISR.
-            s = replace(s, pending_isr=None, awaiting_metadata=False)
-        if s.pending_isr is not None and old is not None and any(
-                md.live(r) != old.live(r) for r in s.pending_isr - old.isr):
-            # A replica it proposed to add was fenced (or re-registered): the controller will
-            # reject the request (its epochs no longer match), so the proposal is dropped.
-            s = replace(s, pending_isr=None, awaiting_metadata=False)
-        s = replace(s, metadata=md)
+        if not new_epoch and md.partition_epoch == old.partition_epoch:
+            # Nothing of the partition changed (a broker was fenced or unfenced, a config):
+            # the leader keeps its state; the min ISR counts from its next HWM computation.
+            return replace(s, metadata=md), sends
+        # A new partition state (Kafka's Partition.makeLeader / makeFollower): the committed
+        # state replaces the pending one -- the AlterPartition in flight is either committed
+        # now or will be rejected, and the leader proposes again from the new ISR.
+        s = replace(s, pending_isr=None, metadata=md)
         if s.is_leader:
+            if new_epoch and self.leader_hwm_start is not None:
+                s = replace(s, hwm=self.leader_hwm_start(s))
             s, acks = self._leader_update(s, now_ms)
             sends += acks
         return s, sends
+
+    def on_config(self, s: BrokerState, min_isr: int) -> BrokerState:
+        """A new (effective) min.insync.replicas: every broker sees the topic config at once
+        (spec abstraction A11); the leader applies it at its next HWM computation."""
+        if s.metadata is None or s.metadata.min_isr == min_isr:
+            return s
+        return replace(s, metadata=replace(s.metadata, min_isr=min_isr))
 
     # ---- inputs -----------------------------------------------------------------------
     def on_message(self, s: BrokerState, src: str, msg, now_ms: int) -> Transition | None:
@@ -331,13 +350,9 @@ class Broker:
         if not s.is_leader:
             return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
         md = s.metadata
-        if s.pending_isr is not None:
-            if s.awaiting_metadata:
-                return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id},
-                                  timers=t)
-            return Transition(state=s, action="SendAlterPartition",
-                              params={"broker": s.broker_id, "isr": s.pending_isr}, timers=t,
-                              sends=(self._alter(s, s.pending_isr),))
+        if not self._may_propose(s):
+            return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id},
+                              timers=t)
         prog = s.progress()
         leo = s.log.end_offset
 
@@ -351,47 +366,52 @@ class Broker:
         if out is None:
             return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
         new_isr = md.isr - {out}
-        s2 = replace(s, pending_isr=new_isr)
+        s2, acks = self._leader_update(replace(s, pending_isr=new_isr), now_ms)
         return Transition(state=s2, action="ShrinkIsr",
                           params={"broker": s.broker_id, "follower": out, "isr": new_isr},
-                          timers=t, sends=(self._alter(s2, new_isr),))
+                          timers=t, sends=(self._alter(s2, new_isr),) + acks)
 
-    @staticmethod
-    def _added(md: PartitionMetadata, isr: frozenset[str]) -> frozenset[tuple[str, int, int]]:
-        """The replicas `isr` adds to the committed ISR, with their epochs (KIP-903)."""
-        return frozenset(md.live(r) for r in isr - md.isr if md.live(r) is not None)
+    def _may_propose(self, s: BrokerState) -> bool:
+        """One AlterPartition at a time (Kafka's AlterPartitionManager: one in flight per
+        partition): no proposal pending, and the broker's channel to the controller free."""
+        if s.pending_isr is not None:
+            return False
+        busy = self.alter_channel_busy
+        return busy is None or not busy(s.broker_id)
 
     def _alter(self, s: BrokerState, isr: frozenset[str]) -> Envelope:
+        """The AlterPartition request for `isr`, with the leader epoch and partition epoch of
+        the leader's view and the members' broker epochs (KIP-903 NewIsrWithEpochs: its own,
+        and each follower's from its last fetch; 0 = unknown, not checked)."""
         md = s.metadata
+        prog = s.progress()
+        epochs = frozenset((m, s.broker_epoch if m == s.broker_id else
+                            (prog[m].broker_epoch if m in prog else 0)) for m in isr)
         return self._env(s, self.config.controller,
                          AlterPartitionRequest(s.broker_id, s.broker_epoch, md.leader_epoch,
-                                               md.partition_epoch, isr, self._added(md, isr)))
+                                               md.partition_epoch, isr, epochs))
 
     def on_alter_partition_response(self, s: BrokerState, msg: AlterPartitionResponse,
                                     now_ms: int) -> Transition | None:
+        """The answer to this incarnation's AlterPartition.  NONE with a partition state newer
+        than the leader's view commits the proposal in its view (Kafka adopts the response's
+        ISR and partition epoch); otherwise -- an error (FENCED_LEADER_EPOCH,
+        INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA: the request was not applied), or metadata
+        that already brought a newer state -- the pending ISR is dropped and the leader
+        proposes again from its view later, or learns the new state from the metadata."""
         md = s.metadata
-        if s.pending_isr is None or md is None or msg.request_isr != s.pending_isr or \
-                msg.request_partition_epoch != md.partition_epoch or \
-                msg.request_added != self._added(md, s.pending_isr):
-            return None                   # not the answer to the request in flight
-        # Success: the response carries the committed partition state (Kafka adopts the
-        # response's ISR and partition epoch).  INELIGIBLE_REPLICA (the controller says the
-        # request was not applied): back to the committed ISR, the leader proposes again from
-        # its view at its next ISR check.
-        if msg.error in ("INVALID_UPDATE_VERSION", "FENCED_LEADER_EPOCH"):
-            if s.awaiting_metadata:
-                return None
-            return Transition(state=replace(s, awaiting_metadata=True),
-                              action="AlterPartitionRejected",
-                              params={"broker": s.broker_id, "error": msg.error})
-        s2 = replace(s, pending_isr=None, awaiting_metadata=False)
-        s2, sends = self._apply_metadata(s2, msg.metadata, now_ms)
-        if s2.is_leader:
-            s2, acks = self._leader_update(s2, now_ms)
-            sends += acks
-        action = "ReceiveAlterPartitionResponse" if msg.error == "NONE" else \
-            "AlterPartitionRejected"
-        return Transition(state=s2, action=action,
+        if md is None or msg.broker_epoch != s.broker_epoch:
+            return None                   # an answer to a previous incarnation: lost
+        ok = msg.error == "NONE" and s.pending_isr is not None and msg.metadata is not None \
+            and msg.metadata.partition_epoch > md.partition_epoch
+        s2 = replace(s, pending_isr=None)
+        sends: tuple[Envelope, ...] = ()
+        if ok:
+            s2, sends = self._apply_metadata(s2, replace(msg.metadata, min_isr=md.min_isr),
+                                             now_ms)
+        elif s2.is_leader:
+            s2, sends = self._leader_update(s2, now_ms)
+        return Transition(state=s2, action="ReceiveAlterPartitionResponse",
                           params={"broker": s.broker_id, "error": msg.error}, sends=sends)
 
     def on_fetch(self, s: BrokerState, src: str, req: FetchRequest,
@@ -444,7 +464,7 @@ class Broker:
                                "fetchOffset": req.fetch_offset},
                        sends=(self._env(s, src, resp),) + acks)
         live = md.live(req.replica_id)
-        if (req.replica_id in s.maximal_isr or s.pending_isr is not None or not caught_up
+        if (req.replica_id in s.maximal_isr or not self._may_propose(s) or not caught_up
                 or live is None or live[1] != req.replica_broker_epoch
                 or req.fetch_offset < max(s.hwm, s.leader_epoch_start_offset)):
             return t
@@ -453,11 +473,11 @@ class Broker:
         # ISR grows at once, the committed ISR when the controller answers (a step of its own:
         # spec `ProposeIsrExpand`, after the fetch and its HWM update).
         new_isr = md.isr | {req.replica_id}
-        s2 = replace(s, pending_isr=new_isr)
+        s2, acks2 = self._leader_update(replace(s, pending_isr=new_isr), now_ms)
         propose = Transition(state=s2, action="ProposeIsrExpand",
                              params={"broker": s.broker_id, "follower": req.replica_id,
                                      "isr": new_isr},
-                             sends=(self._alter(s2, new_isr),))
+                             sends=(self._alter(s2, new_isr),) + acks2)
         return replace(t, chain=((s.broker_id, propose),))
 
     def on_fetch_response(self, s: BrokerState, src: str, resp: FetchResponse,

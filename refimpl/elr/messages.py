@@ -71,6 +71,9 @@ class PartitionMetadata:
     min_isr: int                 # the effective min.insync.replicas
     version: int = 0
     live_brokers: frozenset[tuple[str, int, int]] = frozenset()
+    # the ELR (PartitionRecord.EligibleLeaderReplicas): brokers see it, but "Both the follower
+    # and the leader don't have any new behavior to handle ELR" (KIP-966 "Broker behaviors")
+    elr: frozenset[str] = frozenset()
 
     def live(self, b: str) -> tuple[str, int, int] | None:
         return next((x for x in self.live_brokers if x[0] == b), None)
@@ -90,18 +93,20 @@ class AlterPartitionRequest:
     leader_epoch: int
     partition_epoch: int
     new_isr: frozenset[str]
-    # the replicas added to the ISR, as (id, broker epoch, fence epoch) (KIP-903 NewIsrWithEpochs)
-    added: frozenset[tuple[str, int, int]] = frozenset()
+    # KIP-903 NewIsrWithEpochs: (member, broker epoch) for every proposed member; the leader's
+    # own epoch, and each follower's from its last fetch (0 = unknown: not checked)
+    broker_epochs: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass(frozen=True)
 class AlterPartitionResponse:
     error: str                   # "NONE", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", ...
     metadata: PartitionMetadata | None
-    # which request this answers (Kafka matches responses to requests by correlation id)
+    # which request this answers (Kafka matches responses to requests by correlation id),
+    # and the broker epoch of the incarnation that sent it
     request_isr: frozenset[str] = frozenset()
     request_partition_epoch: int = -1
-    request_added: frozenset[tuple[str, int, int]] = frozenset()
+    broker_epoch: int = -1
 
 
 @dataclass(frozen=True)

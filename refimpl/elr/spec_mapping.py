@@ -53,37 +53,39 @@ __all__ = ["VARIABLES", "NO_REPLY", "ACTION_MAP", "BOUNDARIES", "STUTTERS", "pro
 #: spec/ELR.tla VARIABLES, in its order.
 VARIABLES: tuple[str, ...] = (
     "alive", "log", "flushed", "shutdownFile",
-    "brokerEpoch", "fenced", "leader", "leaderEpoch", "isr", "elr", "lastKnownElr",
-    "lastKnownLeader", "minIsr", "replies",
-    "hwm", "pendingIsr", "pendingAcks",
+    "brokerEpoch", "fenced", "leader", "leaderEpoch", "partitionEpoch", "isr", "elr",
+    "lastKnownElr", "lastKnownLeader", "minIsr", "replies",
+    "metadata", "hwm", "pendingIsr", "pendingAcks", "followerState", "alterPartition",
     "acked", "committedLog", "uncleanShutdowns", "lostCommitted",
 )
 
 #: The disjuncts of spec/ELR.tla's Next (the action labels TLC gives its transitions).
 SPEC_ACTIONS: frozenset[str] = frozenset({
-    "Produce", "FollowerFetch", "ShrinkIsr", "ProposeIsrExpand", "CommitAlterPartition",
+    "Produce", "FollowerFetch", "ReceiveMetadata", "ShrinkIsr", "ProposeIsrExpand",
+    "HandleAlterPartition", "HandleAlterPartitionResponse",
     "FenceBroker", "UnfenceBroker", "CleanShutdown", "UncleanShutdown", "RestartBroker",
     "ChangeMinIsr", "SendReplicaLogInfo", "CompleteUncleanRecovery", "UncleanLeaderElection",
 })
 
 NO_REPLY = "NoReply"
-
-PROVISIONAL = frozenset({"HandleFetch", "HandleFetchDiverging", "HandleFetchResponse",
-                         "TruncateLog", "ReceiveMetadata", "AlterPartitionRejected",
-                         "ReceiveAlterPartitionResponse", "SendAlterPartition", "RejectFetch"})
+#: spec NoMessage: an empty AlterPartition slot.
+NO_MESSAGE = "NoMessage"
 
 #: The refimpl step leading a simulator step -> the spec action of the whole (composite) step.
 ACTION_MAP: dict[str, str] = {
     "Produce": "Produce",
     "SendFetch": "FollowerFetch",                   # the fetch round (see the module doc)
-    "ShrinkIsr": "ShrinkIsr",                       # the leader's request, committed at once
-    "ProposeIsrExpand": "ProposeIsrExpand",
-    "HandleAlterPartition": "CommitAlterPartition",  # an expansion (a shrink is ShrinkIsr's)
+    "ReceiveMetadata": "ReceiveMetadata",           # a broker installs the current state (A10)
+    "ShrinkIsr": "ShrinkIsr",                       # the leader sends its shrink request
+    "ProposeIsrExpand": "ProposeIsrExpand",         # the leader sends its expand request
+    "HandleAlterPartition": "HandleAlterPartition",  # the controller commits a request
+    "RejectAlterPartition": "HandleAlterPartition",  # ... or answers it with an error
+    "ReceiveAlterPartitionResponse": "HandleAlterPartitionResponse",
     "FenceBroker": "FenceBroker",                   # session expiry
-    "UnfenceBroker": "UnfenceBroker",
+    "UnfenceBroker": "UnfenceBroker",               # + the broker installs the metadata (A8)
     "CleanShutdown": "CleanShutdown",               # the broker's clean shutdown (composite)
     "BrokerStart": "RestartBroker",                 # the broker's start (composite)
-    "AlterMinIsr": "ChangeMinIsr",
+    "AlterMinIsr": "ChangeMinIsr",                  # + every broker sees the config (A11)
     "HandleGetReplicaLogInfoResponse": "SendReplicaLogInfo",
     "UncleanRecoveryElect": "CompleteUncleanRecovery",
     "UncleanLeaderElect": "UncleanLeaderElection",
@@ -92,33 +94,25 @@ ACTION_MAP: dict[str, str] = {
 #: Refimpl steps that are spec steps of their own when they occur inside a composite step.
 BOUNDARIES: frozenset[str] = frozenset({
     "ProposeIsrExpand", "HandleGetReplicaLogInfoResponse", "UncleanRecoveryElect",
-    "UncleanLeaderElect",
+    "UncleanLeaderElect", "ReceiveMetadata",
 })
 
 #: Refimpl steps that change no spec variable when they lead a simulator step.
 STUTTERS = frozenset({
-    "HandleBrokerHeartbeat", "SessionCheck", "RejectAlterPartition", "UncleanRecoveryTimeout",
+    "HandleBrokerHeartbeat", "SessionCheck", "UncleanRecoveryTimeout",
     "RejectGetReplicaLogInfoResponse", "SendBrokerRegistration", "SendBrokerHeartbeat",
-    "BrokerRegistered", "ReceiveMetadata", "ReceiveAlterPartitionResponse", "FetchIdle",
-    "IsrCheckIdle", "SendAlterPartition", "RejectFetch", "RejectProduce",
+    "BrokerRegistered", "FetchIdle", "IsrCheckIdle", "RejectFetch", "RejectProduce",
     "SendGetReplicaLogInfoResponse", "SendProduce", "SendAlterMinIsr", "ProduceFailed",
     "ProduceAcked", "ControllerStart", "ClientStart", "CheckpointHighWatermark",
     "HandleBrokerRegistration", "ControlledShutdown", "HandleFetch", "HandleFetchDiverging",
-    "HandleFetchResponse", "TruncateLog",
+    "HandleFetchResponse", "TruncateLog", "ConfigUpdate",
 })
 
 
 def spec_action(step: str, params: dict | None = None) -> str:
     """The spec action of a simulator step led by refimpl step `step` (with its params)."""
-    params = params or {}
-    if step == "HandleAlterPartition":
-        if params.get("duplicate"):
-            return "Stutter"
-        return "ShrinkIsr" if params.get("shrink") else "CommitAlterPartition"
     if step in ACTION_MAP:
         return ACTION_MAP[step]
-    if step in PROVISIONAL:
-        return step
     if step in STUTTERS:
         return "Stutter"
     raise KeyError(f"refimpl step {step!r} has no spec action (add it to spec_mapping)")
@@ -144,7 +138,7 @@ def network_action(generic: str) -> str:
 
 
 def model_values(config: ElrConfig) -> tuple[str, ...]:
-    return tuple(config.brokers) + tuple(config.values) + (NO_LEADER, NO_REPLY)
+    return tuple(config.brokers) + tuple(config.values) + (NO_LEADER, NO_REPLY, NO_MESSAGE)
 
 
 def _record(e: LogEntry) -> Fn:
@@ -181,25 +175,65 @@ def acting_leader(config: ElrConfig, world) -> Any:
     return None
 
 
-def _pending_isr(ctrl, ldr) -> frozenset:
-    """spec `pendingIsr`: the leader's proposed ISR expansion while the controller would
-    still commit it (same partition epoch and leader incarnation, every added replica
-    unfenced with the epochs the leader named); {} otherwise (spec A2: the request is
-    dropped)."""
-    if ldr is None or ldr.pending_isr is None:
-        return frozenset()
-    p = ctrl.partition
-    md = ldr.metadata
-    reg = ctrl.registration(ldr.broker_id)
-    added = ldr.pending_isr - p.isr
-    if not added or md.partition_epoch != p.partition_epoch or reg is None or \
-            reg.broker_epoch != ldr.broker_epoch:
-        return frozenset()
-    for r in added:
-        x = ctrl.registration(r)
-        if x is None or x.fenced or md.live(r) != (r, x.broker_epoch, x.fence_epoch):
-            return frozenset()
-    return frozenset(ldr.pending_isr)
+#: spec EmptyView: a down broker's metadata cache, an error response's partition.
+EMPTY_VIEW = Fn({"leader": NO_LEADER, "leaderEpoch": 1, "partitionEpoch": 0,
+                 "isr": frozenset(), "elr": frozenset()})
+#: spec Unknown: what a leader knows of a follower that has not fetched from it.
+UNKNOWN_FOLLOWER = Fn({"leo": 0, "brokerEpoch": 0})
+
+
+def view(md) -> Fn:
+    """A PartitionMetadata as the spec's View record."""
+    return Fn({"leader": md.leader, "leaderEpoch": md.leader_epoch,
+               "partitionEpoch": md.partition_epoch, "isr": frozenset(md.isr),
+               "elr": frozenset(md.elr)})
+
+
+def alter_partition_slot(config: ElrConfig, world, b: str):
+    """spec alterPartition[b]: broker b's AlterPartition request in flight (it outlives its
+    sender's restart), or the controller's answer to b's running incarnation, or None."""
+    for env, _ in world.in_flight.values():
+        m = env.payload
+        if type(m).__name__ == "AlterPartitionRequest" and env.src == b:
+            return m
+        if type(m).__name__ == "AlterPartitionResponse" and env.dst == b and \
+                world.up.get(b, False) and world.states[b].broker_epoch == m.broker_epoch:
+            return m
+    return None
+
+
+def alter_partition_value(config: ElrConfig, m) -> Any:
+    if m is None:
+        return NO_MESSAGE
+    if type(m).__name__ == "AlterPartitionRequest":
+        named = dict(m.broker_epochs)
+        return Fn({"type": "Request", "leaderEpoch": m.leader_epoch,
+                   "partitionEpoch": m.partition_epoch, "isr": frozenset(m.new_isr),
+                   "brokerEpochs": Fn({x: named.get(x, 0) for x in config.brokers})})
+    return Fn({"type": "Response", "error": m.error,
+               "partition": view(m.metadata) if m.error == "NONE" and m.metadata is not None
+               else EMPTY_VIEW})
+
+
+def _acting(v, b: str):
+    """b's state when it runs and its own view names it leader (spec ActsAsLeader), else
+    None."""
+    st = v.w.states[b]
+    return st if v.w.up.get(b, False) and st.is_leader else None
+
+
+def _metadata(v, b: str) -> Fn:
+    st = v.w.states[b]
+    if not v.w.up.get(b, False) or st.metadata is None:
+        return EMPTY_VIEW
+    return view(st.metadata)
+
+
+def _follower_state(v, l: str) -> Fn:
+    st = _acting(v, l)
+    prog = st.progress() if st is not None else {}
+    return Fn({f: Fn({"leo": prog[f].log_end_offset, "brokerEpoch": prog[f].broker_epoch})
+               if f in prog and f != l else UNKNOWN_FOLLOWER for f in v.brokers})
 
 
 class _View:
@@ -212,9 +246,6 @@ class _View:
         self.ctrl = world.states[config.controller]
         self.p = self.ctrl.partition
         self.disks = world.disks
-        self.ldr = acting_leader(config, world)
-        self.live = self.ldr if self.ldr is not None and \
-            world.up.get(self.ldr.broker_id, False) else None
         self.committed = world.history.get("committed", ())
 
     def regs(self) -> dict:
@@ -246,6 +277,7 @@ _PROJECTION: dict[str, Any] = {
     "fenced": lambda v: _fn(v, lambda b, r=v.regs(): r[b].fenced if b in r else True),
     "leader": lambda v: v.p.leader,
     "leaderEpoch": lambda v: v.p.leader_epoch,
+    "partitionEpoch": lambda v: v.p.partition_epoch,
     "isr": lambda v: frozenset(v.p.isr),
     "elr": lambda v: frozenset(v.p.elr),
     "lastKnownElr": lambda v: frozenset(v.p.last_known_elr),
@@ -253,10 +285,16 @@ _PROJECTION: dict[str, Any] = {
     "minIsr": lambda v: v.ctrl.min_isr,
     "replies": lambda v: _fn(v, lambda b: _reply(v.ctrl.reply(b)) if v.ctrl.reply(b)
                              else NO_REPLY),
-    "hwm": lambda v: len(v.committed),
-    "pendingIsr": lambda v: _pending_isr(v.ctrl, v.ldr),
-    "pendingAcks": lambda v: frozenset(a.offset + 1 for a in v.live.pending_acks)
-    if v.live else frozenset(),
+    "metadata": lambda v: _fn(v, lambda b: _metadata(v, b)),
+    "hwm": lambda v: _fn(v, lambda b: _acting(v, b).hwm if _acting(v, b) else 0),
+    "pendingIsr": lambda v: _fn(v, lambda b: frozenset(v.w.states[b].pending_isr or ())
+                                if v.w.up.get(b, False) else frozenset()),
+    "pendingAcks": lambda v: _fn(v, lambda b: frozenset(a.offset + 1 for a in
+                                                        v.w.states[b].pending_acks)
+                                 if v.w.up.get(b, False) else frozenset()),
+    "followerState": lambda v: _fn(v, lambda b: _follower_state(v, b)),
+    "alterPartition": lambda v: _fn(v, lambda b: alter_partition_value(
+        v.c, alter_partition_slot(v.c, v.w, b))),
     "acked": _acked,
     "committedLog": lambda v: tuple(_record(e) for e in v.committed),
     "uncleanShutdowns": lambda v: sum(v.disk("ghost_unclean_shutdowns", 0)),
@@ -290,15 +328,13 @@ _SOURCES: dict[str, Any] = {
     "fenced": lambda v: (v.ctrl.registrations,),
     "leader": lambda v: (v.p,),
     "leaderEpoch": lambda v: (v.p,),
+    "partitionEpoch": lambda v: (v.p,),
     "isr": lambda v: (v.p,),
     "elr": lambda v: (v.p,),
     "lastKnownElr": lambda v: (v.p,),
     "lastKnownLeader": lambda v: (v.p,),
     "minIsr": lambda v: (v.ctrl.min_isr,),
     "replies": lambda v: (v.ctrl.replies,),
-    "hwm": lambda v: (v.committed,),
-    "pendingIsr": lambda v: (v.p, v.ctrl.registrations, v.ldr),
-    "pendingAcks": lambda v: (v.live,),
     "acked": lambda v: v.disk("ghost_acked"),
     "uncleanShutdowns": lambda v: v.disk("ghost_unclean_shutdowns", 0),
     "lostCommitted": lambda v: v.disk("ghost_lost_committed") + tuple(
@@ -335,6 +371,9 @@ class StateEncoder:
                     b, world.states[b].log.entries) for b in self._brokers]) + "}"
             elif k == "committedLog":
                 txt = self._logjson.log("", v.committed)
+            elif k not in _SOURCES:
+                txt = json.dumps(to_itf(_PROJECTION[k](v)), sort_keys=True,
+                                 separators=(",", ":"))
             else:
                 src = _SOURCES[k](v)
                 hit = self._cache.get(k)
