@@ -1,6 +1,6 @@
 """The ONE mapping from the reference implementation onto spec/ELR.tla.
 
-* `VARIABLES` / `project(config, world)`: the refimpl state -> the spec's 21 variables.
+* `VARIABLES` / `project(config, world)`: the refimpl state -> the spec's 25 variables.
 * `spec_action(step, params)`: the spec action a simulator step (led by refimpl step `step`)
   implements, or "Stutter" for a step that changes no spec variable (a heartbeat, a rejected
   request, a timer with nothing to do...; such a step is never written to a trace).
@@ -8,28 +8,38 @@
   simulator step (see below).
 * `message_value(env)`: a message as a canonical TLA+ record (trace parameters).
 
-The spec is more abstract than the refimpl (its abstractions A1-A9: instantaneous metadata
-propagation, no partition epoch, a fetch copies the whole log, the surviving part of the
-unflushed log is chosen at restart, one controller, registration and unfencing in one step,
-the leader knows its followers' logs...).  Where one spec step is carried out by several
-refimpl steps, the ELR adapter runs them in one simulator event, synchronously, and the
-simulator writes one trace line for them (refimpl/elr/adapter.py; docs/refimpl-elr.md lists
-the compositions):
+The spec (issue 14: asynchronous metadata) is more abstract than the refimpl in a few
+places -- A3 a fetch round copies the leader's whole log, A4 the surviving part of the
+unflushed log is chosen at restart, A6 one controller, A8 registration and unfencing in one
+step with the broker caught up, A10 metadata delivered "jump to latest", A11 min ISR seen by
+every broker at once, A12 a new leader serves the consumer-visible prefix it holds.  Where one
+spec step is carried out by several refimpl steps, the ELR adapter runs them in one simulator
+event, synchronously, and the simulator writes one trace line for them
+(refimpl/elr/adapter.py; docs/refimpl-elr.md lists the compositions):
 
-    FollowerFetch    SendFetch, HandleFetch(Diverging), TruncateLog, HandleFetchResponse and
-                     the follower's next fetch (the leader learns its log end: HWM, acks)
-    ShrinkIsr        the leader's ShrinkIsr, the controller's HandleAlterPartition, metadata
+    FollowerFetch    SendFetch, HandleFetch(Diverging) + TruncateLog (repeated until the logs
+                     match), HandleFetch (the leader learns the follower's matching log end:
+                     HWM, acks), HandleFetchResponse (the copy)
     RestartBroker    BrokerStart (log recovery), HandleBrokerRegistration (unfenced at once),
-                     BrokerRegistered, metadata
-    CleanShutdown    the broker's CleanShutdown, the controller's ControlledShutdown, metadata,
-                     and the broker's stop
-    every controller step: the metadata it publishes, applied by every running broker (A1)
+                     BrokerRegistered (with the current metadata)
+    CleanShutdown    the broker's CleanShutdown, the controller's ControlledShutdown, and the
+                     broker's stop
+    UnfenceBroker    the controller's UnfenceBroker and the broker installing the answer's
+                     metadata
+    ChangeMinIsr     the controller's AlterMinIsr and every running broker's ConfigUpdate
 
-Inside such an event a few refimpl steps are spec steps of their own (`boundary`): the
-leader's ProposeIsrExpand after the fetch that caught the follower up, the controller's
+Every other message -- PartitionMetadata (ReceiveMetadata at its delivery), AlterPartition
+requests (HandleAlterPartition at the controller) and responses (HandleAlterPartitionResponse
+at the leader), produce requests -- travels the simulated network.  The AlterPartition channel
+is the spec's one slot per broker (`alter_partition_slot`: never lost nor duplicated, one
+request at a time, a request outlives its sender's restart).
+
+Inside an event a few refimpl steps are spec steps of their own (`boundary`): the leader's
+ProposeIsrExpand after the fetch that caught the follower up, the controller's
 GetReplicaLogInfo reply handling (SendReplicaLogInfo) and the recovery's election
-(CompleteUncleanRecovery), and the unclean leader election after the step that left the
-partition leaderless (UncleanLeaderElection).
+(CompleteUncleanRecovery), the unclean leader election after the step that left the partition
+leaderless (UncleanLeaderElection), and a broker's ReceiveMetadata from a synchronous heartbeat
+answer (FenceRunningBrokers = FALSE).
 """
 
 from __future__ import annotations
@@ -337,10 +347,23 @@ _SOURCES: dict[str, Any] = {
     "replies": lambda v: (v.ctrl.replies,),
     "acked": lambda v: v.disk("ghost_acked"),
     "uncleanShutdowns": lambda v: v.disk("ghost_unclean_shutdowns", 0),
+    "metadata": lambda v: _broker_sources(v),
+    "hwm": lambda v: _broker_sources(v),
+    "pendingIsr": lambda v: _broker_sources(v),
+    "pendingAcks": lambda v: _broker_sources(v),
+    "followerState": lambda v: _broker_sources(v),
+    "alterPartition": lambda v: _broker_sources(v) + tuple(
+        alter_partition_slot(v.c, v.w, b) for b in v.brokers),
     "lostCommitted": lambda v: v.disk("ghost_lost_committed") + tuple(
         v.w.states[b].log for b in v.brokers),
 }
 _SCALARS = (int, bool, str, type(None))
+
+
+def _broker_sources(v: _View) -> tuple:
+    """The brokers' (immutable) states and whether they run."""
+    return tuple(v.w.states[b] for b in v.brokers) + tuple(bool(v.w.up.get(b, False))
+                                                          for b in v.brokers)
 
 
 def _same(a: tuple, b: tuple) -> bool:
