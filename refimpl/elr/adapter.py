@@ -122,16 +122,6 @@ class _Event:
             return
         sync, rest = self.a._split(t, reply_to)
         self.add(node, replace(t, sends=rest), label)
-        a = self.a
-        if node == a.config.controller and t.action == "AlterMinIsr":
-            # spec A11: every running broker sees the new min ISR at once (no HWM step)
-            eff = t.state.eff_min_isr
-            for b in a.config.brokers:
-                if self.up(b):
-                    st = a.broker.on_config(self.state(b), eff)
-                    if st is not self.state(b):
-                        self.add(b, Transition(state=st, action="ConfigUpdate",
-                                               params={"broker": b}), None)
         for env in sync:
             self.deliver(env, absorb=t.action == "UnfenceBroker")
         for n, part in t.chain:
@@ -318,7 +308,9 @@ class ELRAdapter(ProtocolAdapter):
             # its end -- the controller's current partition state, never an intermediate one.
             ctrl = self.world.states[c.controller]
             reg = ctrl.registration(node)
-            if reg is None or reg.broker_epoch != state.broker_epoch:
+            if reg is None or reg.broker_epoch != state.broker_epoch or reg.fenced:
+                # a fenced running broker is cut off from the controller: it learns the
+                # state when it is unfenced (spec UnfenceBroker)
                 return None
             cur = ctrl.metadata_for(node)
             env = replace(env, payload=cur if isinstance(m, PartitionMetadata)
@@ -418,10 +410,10 @@ class ELRAdapter(ProtocolAdapter):
     def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition | None:
         """A broker's start, registration included (spec RestartBroker; None when the
         controller would not register it now: MaxBrokerEpoch, or an election beyond
-        MaxLeaderEpoch).  The committed records the restart lost (a power loss) are kept on the
-        broker's disk as the ghost `ghost_lost_committed` (spec lostCommitted[b], set at the
-        restart as the spec does: what it still missed plus the committed records it held and
-        lost now; spec_mapping shows those its log does not hold again)."""
+        MaxLeaderEpoch).  The records the restart lost that counted -- b's log up to what a
+        leader learned from its fetches or up to the consumer-visible log it held (spec
+        CountedPrefix) -- join the ghost `ghost_lost_committed` on the broker's disk (spec
+        lostCommitted[b]); fetch rounds remove those found again (after_step)."""
         c = self.config
         if node == c.controller:
             s = self.controller.restore(dict(disk), now_ms)
@@ -440,8 +432,11 @@ class ELRAdapter(ProtocolAdapter):
         k = t0.state.log.end_offset
         committed = self.world.history.get("committed", ())
         held = spec_mapping.common_prefix_len(before, committed)
-        lost = spec_mapping.still_missing(disk.get("ghost_lost_committed", frozenset()), before)
-        lost |= {(o, committed[o]) for o in range(k, held)}
+        reported = max([spec_mapping.reported_leo(self.world, ldr, node)
+                        for ldr in c.brokers] + [0])
+        counted = min(len(before), max(held, reported))
+        lost = set(disk.get("ghost_lost_committed", frozenset()))
+        lost |= {(o, before[o]) for o in range(k, counted)}
         persist = t0.persist + (Persist("ghost_lost_committed", frozenset(lost)),)
         ev = _Event(self, now_ms, starting=(node,))
         ev.add(node, replace(t0, persist=persist, params=dict(t0.params, k=k)), "RestartBroker")
@@ -508,6 +503,24 @@ class ELRAdapter(ProtocolAdapter):
         c = self.config
         p = world.states[c.controller].partition
         committed = h.get("committed", ())
+        acked = spec_mapping.acked_entries(world, c.brokers)
+        key = spec_mapping.fetch_key(world, c.brokers, acked)
+        if action == "FollowerFetch" and key != h.get("fetch_key"):
+            # spec FollowerFetch's StillMissing, with acked and committedLog before the step
+            logs = [world.states[b].log.entries for b in c.brokers]
+            prev_acked = h.get("acked", frozenset())
+            for b in c.brokers:
+                lost = world.disks[b].get("ghost_lost_committed", frozenset())
+                if not lost:
+                    continue
+                mine = world.states[b].log.entries
+                keep = frozenset(e for e in lost if not spec_mapping.holds(mine, e) and (
+                    e in prev_acked or spec_mapping.holds(committed, e)
+                    or any(spec_mapping.holds(lg, e) for lg in logs)))
+                if keep != lost:
+                    world.disks[b]["ghost_lost_committed"] = keep
+        h["fetch_key"] = key
+        h["acked"] = acked
         if "epoch" in h and p.leader_epoch != h["epoch"] and p.leader in world.states:
             lg = world.states[p.leader].log.entries
             committed = committed[:spec_mapping.common_prefix_len(lg, committed)]

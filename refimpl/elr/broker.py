@@ -253,27 +253,25 @@ class Broker:
             s = replace(s, followers=(), pending_isr=None,
                         pending_acks=(), leader_since_ms=now_ms,
                         leader_epoch_start_offset=s.log.end_offset)
-        if not new_epoch and md.partition_epoch == old.partition_epoch:
-            # Nothing of the partition changed (a broker was fenced or unfenced, a config):
-            # the leader keeps its state; the min ISR counts from its next HWM computation.
+        if not new_epoch and md.view_key() == old.view_key():
+            # Nothing of the partition changed (a broker was fenced or unfenced outside it):
+            # the leader keeps its state.
             return replace(s, metadata=md), sends
-        # A new partition state (Kafka's Partition.makeLeader / makeFollower): the committed
-        # state replaces the pending one -- the AlterPartition in flight is either committed
-        # now or will be rejected, and the leader proposes again from the new ISR.
-        s = replace(s, pending_isr=None, metadata=md)
+        # A new partition state or topic config (Kafka's Partition.makeLeader / makeFollower /
+        # a min ISR change): the committed state replaces the pending one -- the
+        # AlterPartition in flight is either committed now or will be rejected, and the
+        # leader proposes again from the new ISR -- and the leader applies its HWM rule.
+        if new_epoch or md.partition_epoch != old.partition_epoch:
+            s = replace(s, pending_isr=None)
+        # (only the topic's min ISR changed: the AlterPartition in flight stays pending, as in
+        # Kafka -- the controller may still commit it)
+        s = replace(s, metadata=md)
         if s.is_leader:
             if new_epoch and self.leader_hwm_start is not None:
                 s = replace(s, hwm=self.leader_hwm_start(s))
             s, acks = self._leader_update(s, now_ms)
             sends += acks
         return s, sends
-
-    def on_config(self, s: BrokerState, min_isr: int) -> BrokerState:
-        """A new (effective) min.insync.replicas: every broker sees the topic config at once
-        (spec abstraction A11); the leader applies it at its next HWM computation."""
-        if s.metadata is None or s.metadata.min_isr == min_isr:
-            return s
-        return replace(s, metadata=replace(s.metadata, min_isr=min_isr))
 
     # ---- inputs -----------------------------------------------------------------------
     def on_message(self, s: BrokerState, src: str, msg, now_ms: int) -> Transition | None:
@@ -407,8 +405,7 @@ class Broker:
         s2 = replace(s, pending_isr=None)
         sends: tuple[Envelope, ...] = ()
         if ok:
-            s2, sends = self._apply_metadata(s2, replace(msg.metadata, min_isr=md.min_isr),
-                                             now_ms)
+            s2, sends = self._apply_metadata(s2, msg.metadata, now_ms)
         elif s2.is_leader:
             s2, sends = self._leader_update(s2, now_ms)
         return Transition(state=s2, action="ReceiveAlterPartitionResponse",

@@ -82,11 +82,12 @@ class ControllerState:
         p = self.partition
         return PartitionMetadata(reg.broker_epoch if reg else -1, p.leader, p.leader_epoch,
                                  p.partition_epoch, p.isr, self.eff_min_isr,
-                                 self.metadata_version, self.live_brokers(), p.elr)
+                                 self.metadata_version, self.live_brokers(), p.elr,
+                                 self.min_isr)
 
     def published(self) -> tuple:
         """What the brokers see (a change is published, with a new metadata version)."""
-        return (self.partition, self.eff_min_isr, self.live_brokers())
+        return (self.partition, self.min_isr, self.live_brokers())
 
     def visible(self) -> tuple:
         """Everything spec/ELR.tla sees of the controller but the replies."""

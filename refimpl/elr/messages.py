@@ -74,6 +74,15 @@ class PartitionMetadata:
     # the ELR (PartitionRecord.EligibleLeaderReplicas): brokers see it, but "Both the follower
     # and the leader don't have any new behavior to handle ELR" (KIP-966 "Broker behaviors")
     elr: frozenset[str] = frozenset()
+    # the topic's min.insync.replicas as configured (a ConfigRecord in the same metadata log;
+    # `min_isr` above is the effective one the leader applies)
+    topic_min_isr: int = 0
+
+    def view_key(self) -> tuple:
+        """What of the partition a broker acts on (spec View): a push that changes none of it
+        (a broker fenced or unfenced outside the ISR) changes nothing the broker does."""
+        return (self.leader, self.leader_epoch, self.partition_epoch, self.isr, self.elr,
+                self.topic_min_isr)
 
     def live(self, b: str) -> tuple[str, int, int] | None:
         return next((x for x in self.live_brokers if x[0] == b), None)

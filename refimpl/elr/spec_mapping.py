@@ -11,8 +11,9 @@
 The spec (issue 14: asynchronous metadata) is more abstract than the refimpl in a few
 places -- A3 a fetch round copies the leader's whole log, A4 the surviving part of the
 unflushed log is chosen at restart, A6 one controller, A8 registration and unfencing in one
-step with the broker caught up, A10 metadata delivered "jump to latest", A11 min ISR seen by
-every broker at once, A12 a new leader serves the consumer-visible prefix it holds.  Where one
+step with the broker caught up, A10 metadata delivered "jump to latest", A11 the topic's min
+ISR travels with the partition state in the metadata, A12 a new leader serves the
+consumer-visible prefix it holds.  Where one
 spec step is carried out by several refimpl steps, the ELR adapter runs them in one simulator
 event, synchronously, and the simulator writes one trace line for them
 (refimpl/elr/adapter.py; docs/refimpl-elr.md lists the compositions):
@@ -26,7 +27,6 @@ event, synchronously, and the simulator writes one trace line for them
                      broker's stop
     UnfenceBroker    the controller's UnfenceBroker and the broker installing the answer's
                      metadata
-    ChangeMinIsr     the controller's AlterMinIsr and every running broker's ConfigUpdate
 
 Every other message -- PartitionMetadata (ReceiveMetadata at its delivery), AlterPartition
 requests (HandleAlterPartition at the controller) and responses (HandleAlterPartitionResponse
@@ -115,7 +115,7 @@ STUTTERS = frozenset({
     "SendGetReplicaLogInfoResponse", "SendProduce", "SendAlterMinIsr", "ProduceFailed",
     "ProduceAcked", "ControllerStart", "ClientStart", "CheckpointHighWatermark",
     "HandleBrokerRegistration", "ControlledShutdown", "HandleFetch", "HandleFetchDiverging",
-    "HandleFetchResponse", "TruncateLog", "ConfigUpdate",
+    "HandleFetchResponse", "TruncateLog",
 })
 
 
@@ -175,6 +175,45 @@ def still_missing(lost: frozenset, log: tuple) -> frozenset:
     return frozenset((o, e) for o, e in lost if not (o < len(log) and log[o] == e))
 
 
+def holds(log: tuple, e: tuple) -> bool:
+    """spec HoldsRecord for a 0-based (offset, entry) pair."""
+    o, entry = e
+    return o < len(log) and log[o] == entry
+
+
+def reported_leo(world, leader: str, f: str) -> int:
+    """spec followerState[leader][f].leo: what `leader`, acting as leader, learned of f's log
+    end from f's last fetch (0 when unknown)."""
+    st = world.states[leader]
+    if leader == f or not world.up.get(leader, False) or not st.is_leader:
+        return 0
+    p = st.progress().get(f)
+    return p.log_end_offset if p is not None else 0
+
+
+def acked_entries(world, brokers) -> frozenset:
+    """spec acked as 0-based (offset, entry) pairs: every acks=all acknowledgement sent."""
+    out: set = set()
+    for b in brokers:
+        out |= {(o - 1, e) for o, e in world.disks[b].get("ghost_acked", frozenset())}
+    return frozenset(out)
+
+
+def fetch_key(world, brokers, acked: frozenset) -> tuple:
+    """What a spec FollowerFetch step must change (log, followerState, hwm, acked,
+    pendingAcks): a fetch round that changes none of it is no spec step."""
+    parts = []
+    for b in brokers:
+        st = world.states[b]
+        acting = world.up.get(b, False) and st.is_leader
+        parts.append((st.log.entries,
+                      tuple((f, x.log_end_offset, x.broker_epoch) for f, x in st.followers)
+                      if acting else (),
+                      st.hwm if acting else 0,
+                      st.pending_acks if world.up.get(b, False) else ()))
+    return (tuple(parts), acked)
+
+
 def acting_leader(config: ElrConfig, world) -> Any:
     """The state of the controller's leader if it acts as the leader of the current leader
     epoch (up or, for a crashed one, when it crashed), else None."""
@@ -185,9 +224,10 @@ def acting_leader(config: ElrConfig, world) -> Any:
     return None
 
 
-#: spec EmptyView: a down broker's metadata cache, an error response's partition.
-EMPTY_VIEW = Fn({"leader": NO_LEADER, "leaderEpoch": 1, "partitionEpoch": 0,
-                 "isr": frozenset(), "elr": frozenset()})
+def empty_view(config: ElrConfig) -> Fn:
+    """spec EmptyView: a down broker's metadata cache, an error response's partition."""
+    return Fn({"leader": NO_LEADER, "leaderEpoch": 1, "partitionEpoch": 0,
+               "isr": frozenset(), "elr": frozenset(), "minIsr": config.min_isr})
 #: spec Unknown: what a leader knows of a follower that has not fetched from it.
 UNKNOWN_FOLLOWER = Fn({"leo": 0, "brokerEpoch": 0})
 
@@ -196,7 +236,7 @@ def view(md) -> Fn:
     """A PartitionMetadata as the spec's View record."""
     return Fn({"leader": md.leader, "leaderEpoch": md.leader_epoch,
                "partitionEpoch": md.partition_epoch, "isr": frozenset(md.isr),
-               "elr": frozenset(md.elr)})
+               "elr": frozenset(md.elr), "minIsr": md.topic_min_isr})
 
 
 def alter_partition_slot(config: ElrConfig, world, b: str):
@@ -222,7 +262,7 @@ def alter_partition_value(config: ElrConfig, m) -> Any:
                    "brokerEpochs": Fn({x: named.get(x, 0) for x in config.brokers})})
     return Fn({"type": "Response", "error": m.error,
                "partition": view(m.metadata) if m.error == "NONE" and m.metadata is not None
-               else EMPTY_VIEW})
+               else empty_view(config)})
 
 
 def _acting(v, b: str):
@@ -235,7 +275,7 @@ def _acting(v, b: str):
 def _metadata(v, b: str) -> Fn:
     st = v.w.states[b]
     if not v.w.up.get(b, False) or st.metadata is None:
-        return EMPTY_VIEW
+        return empty_view(v.c)
     return view(st.metadata)
 
 
@@ -309,8 +349,7 @@ _PROJECTION: dict[str, Any] = {
     "committedLog": lambda v: tuple(_record(e) for e in v.committed),
     "uncleanShutdowns": lambda v: sum(v.disk("ghost_unclean_shutdowns", 0)),
     "lostCommitted": lambda v: _fn(v, lambda b: frozenset(
-        (o + 1, _record(e)) for o, e in still_missing(
-            v.disks[b].get("ghost_lost_committed", frozenset()), v.w.states[b].log.entries))),
+        (o + 1, _record(e)) for o, e in v.disks[b].get("ghost_lost_committed", frozenset()))),
 }
 assert tuple(_PROJECTION) == VARIABLES
 
@@ -354,8 +393,7 @@ _SOURCES: dict[str, Any] = {
     "followerState": lambda v: _broker_sources(v),
     "alterPartition": lambda v: _broker_sources(v) + tuple(
         alter_partition_slot(v.c, v.w, b) for b in v.brokers),
-    "lostCommitted": lambda v: v.disk("ghost_lost_committed") + tuple(
-        v.w.states[b].log for b in v.brokers),
+    "lostCommitted": lambda v: v.disk("ghost_lost_committed"),
 }
 _SCALARS = (int, bool, str, type(None))
 
