@@ -8,11 +8,13 @@ so the simulator explores inside the same finite model TLC checks:
     RecoveryStrategy, FenceRunningBrokers            -> the cluster and topic configuration
     (and the producer follows the spec's abstraction A7: acks=all while the ISR has min ISR
     members, acks=1 otherwise)
-    MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxUncleanShutdowns -> the bounds (each one
+    MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxPartitionEpoch,
+    MaxUncleanShutdowns                              -> the bounds (each one
                                                         disables the refimpl step it guards)
     MaxRestarts                                      -> the simulator's restart limit
     BugHwmOnMaximalIsr, BugKeepUncleanInElr, BugBalancedFixedReplies,
-    BugLastKnownElrLiteral = TRUE,
+    BugLastKnownElrLiteral, BugSkipPartitionEpochCheck, BugHwmOnPendingIsr,
+    BugStaleLeaderAcks = TRUE,
     BugSkipElrRule = "1"                             -> the matching planted bug (recorded as
                                                         the run's bug: trace header, trace
                                                         id, manifest `planted_bug`)
@@ -74,6 +76,7 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
         kw["acks_policy"] = "spec"          # spec abstraction A7
         for const, f in (("MaxLogLen", "max_log_len"), ("MaxLeaderEpoch", "max_leader_epoch"),
                          ("MaxBrokerEpoch", "max_broker_epoch"),
+                         ("MaxPartitionEpoch", "max_partition_epoch"),
                          ("MaxUncleanShutdowns", "max_unclean_shutdowns")):
             if const in k:
                 kw[f] = bounds.int(const)
