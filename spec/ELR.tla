@@ -83,6 +83,8 @@ CONSTANTS
     RecoveryStrategy,        \* unclean.recovery.strategy: "Aggressive" | "Balanced" | "None"
     FenceRunningBrokers,     \* the controller may fence a broker that is still running
                              \* (network partition between it and the controller)
+    SyncMetadata,            \* TRUE: metadata propagation and AlterPartition round trips
+                             \* complete before any other step (docs/spec-elr.md, "SyncMetadata")
 
     \* --- environment bounds: each one guards the actions named, so that a
     \*     simulator can respect exactly the same limits.
@@ -116,6 +118,7 @@ ASSUME
     /\ ElrEnabled \in BOOLEAN /\ UncleanRecoveryEnabled \in BOOLEAN
     /\ RecoveryStrategy \in Strategies
     /\ FenceRunningBrokers \in BOOLEAN
+    /\ SyncMetadata \in BOOLEAN
     /\ MaxLogLen \in Nat /\ MaxLeaderEpoch \in Nat \ {0}
     /\ MaxPartitionEpoch \in Nat
     /\ MaxBrokerEpoch \in Nat \ {0} /\ MaxRestarts \in Nat
@@ -462,8 +465,19 @@ SetLeaderHwm(b, hu) ==
 (***************************************************************************)
 (* Broker b (running) installs the partition view nv (new metadata, or its *)
 (* own AlterPartition response); lg is the log function after the step.    *)
-(* The pending ISR is dropped: the committed state replaces it (Kafka's    *)
-(* Partition.makeLeader / handleAlterPartitionUpdate).                     *)
+(* A new partition record (a new partition epoch) replaces the pending ISR *)
+(* with the committed state (Kafka's Partition.makeLeader ->               *)
+(* updateAssignmentAndIsr -> CommittedPartitionState, or                   *)
+(* handleAlterPartitionUpdate); a late response for the replaced state is  *)
+(* then ignored.  KIP-966 §"Other behaviors" 2 (min ISR config change): a  *)
+(* change of min.insync.replicas alone is a topic config, not part of the  *)
+(* partition record -- it produces no PartitionChangeRecord, Kafka never   *)
+(* calls makeLeader for it, and the leader's pending ISR (PendingExpandIsr *)
+(* / PendingShrinkIsr) survives: here, a view that differs from b's only   *)
+(* in minIsr (same partition epoch) keeps pendingIsr[b], and the HWM rule  *)
+(* is re-applied with it.  When the controller's min ISR change also       *)
+(* changes the partition record (ELR update, new partition epoch), the     *)
+(* leader learns that record and its pending state is replaced.            *)
 (*  - b stays leader in the same leader epoch: it keeps its HWM, purgatory *)
 (*    and follower states and reapplies the HWM rule to the new ISR;       *)
 (*  - b starts leading a new leader epoch: follower states unknown, empty  *)
@@ -484,12 +498,15 @@ InstallViewFrom(b, nv, lg, cl0) ==
                     ELSE {}
         fs       == IF sameTerm THEN followerState[b] ELSE NoFollowers
         pAcks    == IF sameTerm THEN pendingAcks[b] ELSE {}
+        \* only the topic's min ISR changed: the AlterPartition in flight stays pending
+        pend     == IF sameTerm /\ nv.partitionEpoch = old.partitionEpoch /\ nv /= old
+                    THEN pendingIsr[b] ELSE {}
         hu       == IF leads
-                    THEN LeaderHwm(b, lg, nv, {}, fs, ViewMinIsr(nv), base, cl, acked \cup staleAck, pAcks)
+                    THEN LeaderHwm(b, lg, nv, pend, fs, ViewMinIsr(nv), base, cl, acked \cup staleAck, pAcks)
                     ELSE [hwm |-> 0, committedLog |-> cl, acked |-> acked \cup staleAck,
                           pendingAcks |-> {}]
     IN  /\ metadata'      = [metadata EXCEPT ![b] = nv]
-        /\ pendingIsr'    = [pendingIsr EXCEPT ![b] = {}]
+        /\ pendingIsr'    = [pendingIsr EXCEPT ![b] = pend]
         /\ followerState' = [followerState EXCEPT ![b] = fs]
         /\ SetLeaderHwm(b, hu)
 
@@ -539,6 +556,27 @@ Init ==
     /\ uncleanShutdowns  = 0
     /\ lostCommitted     = [b \in Brokers |-> {}]
 
+(***************************************************************************)
+(* SyncMetadata (a model-checking abstraction level, not a Kafka setting;  *)
+(* docs/spec-elr.md "SyncMetadata"): when TRUE, the propagation steps --   *)
+(* ReceiveMetadata, HandleAlterPartition, HandleAlterPartitionResponse --  *)
+(* run to completion before any other step: every running unfenced broker  *)
+(* holds the controller's current view and no AlterPartition is in flight *)
+(* (Settled) whenever a client, broker, controller or environment step     *)
+(* happens.  The races between a lagging view and the other steps are then *)
+(* out of the model (a fenced running broker still keeps its stale view,   *)
+(* and fetch rounds stay asynchronous), which keeps the replication-factor *)
+(* 3 and 4 models small enough for the ci profile; the asynchronous races  *)
+(* are checked with SyncMetadata = FALSE.  Safety only: the fairness       *)
+(* conditions below name the ungated actions, so liveness is checked with  *)
+(* SyncMetadata = FALSE.                                                   *)
+(***************************************************************************)
+Settled ==
+    /\ \A b \in Brokers : alterPartition[b] = NoMessage
+    /\ \A b \in Brokers : (alive[b] /\ ~fenced[b]) => metadata[b] = CurrentView
+
+SyncGate == SyncMetadata => Settled
+
 -----------------------------------------------------------------------------
 (***************************************************************************)
 (* Leader and followers                                                    *)
@@ -555,6 +593,7 @@ Init ==
 \* whose view names it leader accepts produce requests -- also a replaced
 \* leader that has not learned the new leader epoch yet.
 Produce(b, v) ==
+    /\ SyncGate
     /\ ActsAsLeader(b)
     /\ Len(log[b]) < MaxLogLen
     /\ LET newLog  == [log EXCEPT ![b] = Append(@, [epoch |-> metadata[b].leaderEpoch,
@@ -583,13 +622,16 @@ Produce(b, v) ==
 \* A round that changes nothing (the leader long-polls) is not a step.
 FollowerFetch(f) ==
     LET l == metadata[f].leader IN
+    /\ SyncGate
     /\ alive[f]
     /\ l /= NoBroker /\ l /= f
     /\ ActsAsLeader(l)
     /\ metadata[l].leaderEpoch = metadata[f].leaderEpoch
     /\ LET keep   == CommonPrefixLen(log[f], log[l])
            newLog == [log EXCEPT ![f] = log[l]]
-           fs     == [followerState[l] EXCEPT ![f] = [leo |-> keep, brokerEpoch |-> brokerEpoch[f]]]
+           \* SyncMetadata: the copied records count at once (the first version's A9)
+           fs     == [followerState[l] EXCEPT ![f] = [leo |-> IF SyncMetadata THEN Len(log[l]) ELSE keep,
+                                                      brokerEpoch |-> brokerEpoch[f]]]
        IN  /\ log'           = newLog
            /\ flushed'       = [flushed EXCEPT ![f] = IF @ < keep THEN @ ELSE keep]
            /\ followerState' = [followerState EXCEPT ![l] = fs]
@@ -639,6 +681,7 @@ SendAlterPartition(b, proposed) ==
 \* the leader learned from f's fetches.  While the shrink is pending the
 \* maximal ISR is still the old ISR.
 ShrinkIsr(b, f) ==
+    /\ SyncGate
     /\ ActsAsLeader(b)
     /\ pendingIsr[b] = {} /\ alterPartition[b] = NoMessage
     /\ f \in metadata[b].isr \ {b}
@@ -654,6 +697,7 @@ ShrinkIsr(b, f) ==
 \* start offset, and f's broker epoch is known (KIP-903).  Whether f is
 \* fenced is the controller's to check (KIP-841).
 ProposeIsrExpand(b, f) ==
+    /\ SyncGate
     /\ ActsAsLeader(b)
     /\ pendingIsr[b] = {} /\ alterPartition[b] = NoMessage
     /\ f /= b /\ f \notin metadata[b].isr
@@ -687,13 +731,18 @@ AlterPartitionError(b, req) ==
 \* request is committed (ELR update rules, partition epoch + 1) and answered
 \* with the new partition state; an invalid one is answered with its error.
 \* A request from a broker that has stopped is still processed; the response
-\* is lost.
+\* is lost (also when b has restarted since: the new incarnation's connection
+\* never carried the request).
 HandleAlterPartition(b) ==
     /\ alterPartition[b] /= NoMessage
     /\ alterPartition[b].type = "Request"
     /\ LET req      == alterPartition[b]
            err      == AlterPartitionError(b, req)
-           reply(p) == IF alive[b] THEN [type |-> "Response", error |-> err, partition |-> p]
+           \* the response travels back on the sender's connection: it is lost if
+           \* that incarnation stopped, also when a new incarnation of b (a new
+           \* broker epoch, RestartBroker) runs by now -- it never sent this request
+           reply(p) == IF alive[b] /\ req.brokerEpochs[b] = brokerEpoch[b]
+                       THEN [type |-> "Response", error |-> err, partition |-> p]
                        ELSE NoMessage
        IN  IF err = "NONE"
            THEN LET st == ElrUpdate(isr, elr, lastKnownElr, req.isr, EffMinIsr, {},
@@ -734,6 +783,7 @@ HandleAlterPartitionResponse(b) ==
 \* running but cut off from the controller (it keeps acting on its view).  If
 \* b led, the controller elects a new leader (election order).
 FenceBroker(b) ==
+    /\ SyncGate
     /\ ~fenced[b]
     /\ alive[b] => FenceRunningBrokers
     /\ fenced' = [fenced EXCEPT ![b] = TRUE]
@@ -748,6 +798,7 @@ FenceBroker(b) ==
 \* broker fenced by a network partition resumes heartbeating, having caught
 \* up with the metadata (A8); a restarted broker is unfenced in RestartBroker.
 UnfenceBroker(b) ==
+    /\ SyncGate
     /\ fenced[b] /\ alive[b]
     /\ fenced' = [fenced EXCEPT ![b] = FALSE]
     /\ \E o \in ElectionOutcomes(StateOf, Unfenced \cup {b}, leader) :
@@ -761,6 +812,7 @@ UnfenceBroker(b) ==
 \* flushed).  A controlled shutdown: the controller fences b first, moving
 \* leadership and the ISR as in FenceBroker; then b stops.
 CleanShutdown(b) ==
+    /\ SyncGate
     /\ alive[b]
     /\ alive'        = [alive EXCEPT ![b] = FALSE]
     /\ flushed'      = [flushed EXCEPT ![b] = Len(log[b])]
@@ -778,6 +830,7 @@ CleanShutdown(b) ==
 \* b's purgatory dies with it.  What survives of the unflushed suffix is
 \* decided at restart (abstraction A4).
 UncleanShutdown(b) ==
+    /\ SyncGate
     /\ alive[b]
     /\ uncleanShutdowns < MaxUncleanShutdowns
     /\ alive'            = [alive EXCEPT ![b] = FALSE]
@@ -802,6 +855,7 @@ UncleanShutdown(b) ==
 \* Pre-KIP (ElrEnabled = FALSE) there is no detection: registering only fences
 \* the old incarnation, which keeps the last ISR member in the ISR.
 RestartBroker(b, k) ==
+    /\ SyncGate
     /\ ~alive[b]
     /\ brokerEpoch[b] < MaxBrokerEpoch
     /\ Restarts < MaxRestarts
@@ -838,6 +892,7 @@ RestartBroker(b, k) ==
 \* config with the metadata (abstraction A11); a leader applies it at its next HWM
 \* computation (its next fetch round).
 ChangeMinIsr(m) ==
+    /\ SyncGate
     /\ m /= minIsr
     /\ minIsr' = m
     /\ LET newEff == EffectiveMinIsr(m, ReplicationFactor)
@@ -867,6 +922,7 @@ InUncleanRecovery == NoCleanCandidate /\ Decision = "UncleanRecovery"
 \* latest reply of each broker; a broker answers again when its answer changed
 \* (its log, or the leader epoch in its metadata cache).
 SendReplicaLogInfo(b) ==
+    /\ SyncGate
     /\ InUncleanRecovery
     /\ alive[b] /\ ~fenced[b]
     /\ replies[b] /= LogInfo(b)
@@ -889,6 +945,7 @@ UsableRepliers ==
 \* ...; In Aggressive mode, any replicas replied".  The election is unclean:
 \* ISR = {leader}, ELR fields cleaned, LastKnownLeader cleaned.
 CompleteUncleanRecovery ==
+    /\ SyncGate
     /\ InUncleanRecovery
     /\ RecoveryCanElect(RecoveryStrategy, lastKnownElr, UsableRepliers,
                         BugBalancedFixedReplies, EffMinIsr)
@@ -900,6 +957,7 @@ CompleteUncleanRecovery ==
 \* unclean.leader.election.enable=true "will be randomly choosing an unfenced
 \* replica as it is today" when no ISR / unfenced ELR member exists.
 UncleanLeaderElection ==
+    /\ SyncGate
     /\ NoCleanCandidate
     /\ Decision = "UncleanElection"
     /\ \E c \in Unfenced : ApplyOutcome(ElectOutcome(StateOf, c), log)

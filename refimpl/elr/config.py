@@ -6,6 +6,7 @@ so the simulator explores inside the same finite model TLC checks:
 
     Brokers, Values, InitMinIsr, MinIsrValues, ElrEnabled, UncleanRecoveryEnabled,
     RecoveryStrategy, FenceRunningBrokers            -> the cluster and topic configuration
+    SyncMetadata = TRUE                              -> rejected (the refimpl is asynchronous)
     (and the producer follows the spec's abstraction A7: acks=all while the ISR has min ISR
     members, acks=1 otherwise)
     MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxPartitionEpoch,
@@ -73,6 +74,12 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
             kw["strategy"] = k["RecoveryStrategy"]
         if "FenceRunningBrokers" in k:
             kw["fence_running_brokers"] = bounds.bool("FenceRunningBrokers")
+        if bounds.bool("SyncMetadata", False):
+            # the refimpl is asynchronous (metadata, AlterPartition and fetches travel the
+            # network): its traces are steps of the SyncMetadata = FALSE spec only
+            raise ValueError(f"{bounds.where('SyncMetadata')}: SyncMetadata = TRUE (the spec's "
+                             "synchronous-propagation abstraction) has no refimpl twin; "
+                             "simulate under a SyncMetadata = FALSE config")
         kw["acks_policy"] = "spec"          # spec abstraction A7
         for const, f in (("MaxLogLen", "max_log_len"), ("MaxLeaderEpoch", "max_leader_epoch"),
                          ("MaxBrokerEpoch", "max_broker_epoch"),
