@@ -276,10 +276,13 @@ def test_async_traces_validate_against_the_spec_and_new_bugs_do_not(tlc_toolchai
     ok = validate_corpus([tmp_path / "ok"], lazy=True)
     assert ok["counts"]["valid"] == 6 and ok["ok"], [
         r.get("diagnosis", {}).get("summary") for r in ok["results"] if r["verdict"] != "valid"]
-    run_seeds(RunSpec("elr", list(range(6)), "chaos", 3000, cfg, "stale-leader-acks"),
+    # seeds 40, 152 and 154 are the ones of 0-299 whose run the online monitor stops (the
+    # replaced leader b1 acknowledges r1 when it is unfenced and learns leader epoch 2); seeds
+    # 0-5 never reach the race under these bounds (docs/trace-checking.md, issue 14 landing)
+    run_seeds(RunSpec("elr", [40, 152, 154], "chaos", 3000, cfg, "stale-leader-acks"),
               tmp_path / "bug")
     bad = validate_corpus([tmp_path / "bug"], lazy=True)
-    assert bad["counts"]["invalid"] > 0
+    assert bad["counts"]["invalid"] == 3, [r["verdict"] for r in bad["results"]]
 
 
 @pytest.mark.tlc
@@ -298,10 +301,11 @@ def test_response_to_a_previous_incarnations_alter_partition_is_lost(tlc_toolcha
     run_seeds(RunSpec("elr", [100121], "chaos", 3000, cfg), tmp_path)
     (trace,) = sorted(tmp_path.glob("*.jsonl"))
     lines = [json.loads(x) for x in trace.read_text().splitlines()]
-    stale = [x for x in lines[1:] if (x.get("event") or {}).get("action") == "HandleAlterPartition"
-             and x["event"]["params"]["msg"]["broker_epoch"]
-             < x["state"]["brokerEpoch"][x["event"]["params"]["broker"]]]
-    assert stale and stale[0]["state"]["alterPartition"][stale[0]["event"]["params"]["broker"]] \
+    stale = [x for x in lines[1:] if x.get("kind") == "step"
+             and x.get("action") == "HandleAlterPartition"
+             and x["params"]["msg"]["broker_epoch"]
+             < x["state"]["brokerEpoch"][x["params"]["broker"]]]
+    assert stale and stale[0]["state"]["alterPartition"][stale[0]["params"]["broker"]] \
         == "NoMessage"
     s = validate_corpus([tmp_path], lazy=True)
     assert s["counts"]["valid"] == 1 and s["ok"], [
