@@ -250,7 +250,7 @@ def shrink_isr(cx: Ctx, variant: str) -> tuple[list[z3.BoolRef], list[Step]]:
 
 
 def commit_isr_expand(cx: Ctx, variant: str) -> tuple[list[z3.BoolRef], list[Step]]:
-    """ELR!ProposeIsrExpand(f) then ELR!CommitAlterPartition: the controller commits ISR + f
+    """ELR!ProposeIsrExpand(f) then ELR!HandleAlterPartition: the controller commits ISR + f
     (f = X unfenced, not in the ISR; it may be an ELR or LastKnownELR member)."""
     v, p, x = cx.v, cx.pre, cx.x
     hyps = [v.nonempty(p.leader), v.disjoint(x, p.isr), v.disjoint(x, p.fenced)]
@@ -348,7 +348,7 @@ def unclean_election(cx: Ctx, variant: str) -> tuple[list[z3.BoolRef], list[Step
 
 TRANSITIONS: dict[str, tuple[Callable, str]] = {
     "shrink-isr": (shrink_isr, "ShrinkIsr"),
-    "commit-isr-expand": (commit_isr_expand, "ProposeIsrExpand + CommitAlterPartition"),
+    "commit-isr-expand": (commit_isr_expand, "ProposeIsrExpand + HandleAlterPartition"),
     "fence-broker": (fence_broker, "FenceBroker, CleanShutdown"),
     "unfence-broker": (unfence_broker, "UnfenceBroker"),
     "restart-clean": (restart_clean, "RestartBroker (clean shutdown)"),

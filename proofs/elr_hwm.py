@@ -1,5 +1,5 @@
 """KIP-966 "Additional High Watermark advancement requirement" (spec/ELRRules.tla
-HwmMinIsrRequirementMet and the HWM rule of ELR.tla's HwmUpdate; refimpl/elr/rules.py
+HwmMinIsrRequirementMet and the HWM rule of ELR.tla's LeaderHwm; refimpl/elr/rules.py
 hwm_min_isr_requirement_met, next_high_watermark, acks_all_satisfied, effective_min_isr).
 """
 
@@ -124,7 +124,7 @@ def obligations() -> list[Obligation]:
         Obligation("kip966-hwm-frozen-while-elr-nonempty", "kip966",
                    "Under the ELR invariants the HWM does not advance while the ELR is "
                    "non-empty (min ISR checked on the committed ISR)", PROVED, UNBOUNDED,
-                   frozen_while_elr(), spec="ELRRules!HwmMinIsrRequirementMet, ELR!HwmUpdate",
+                   frozen_while_elr(), spec="ELRRules!HwmMinIsrRequirementMet, ELR!LeaderHwm",
                    python=f"{PY}.hwm_min_isr_requirement_met, next_high_watermark"),
         Obligation("kip966-planted-hwm-on-maximal-isr", "kip966",
                    "planted: min ISR checked on the maximal ISR", COUNTEREXAMPLE, UNBOUNDED,
@@ -140,21 +140,21 @@ def obligations() -> list[Obligation]:
         Obligation("kip966-hwm-within-maximal-isr", "kip966",
                    "The HWM never decreases and only moves to an offset every maximal-ISR "
                    "member has", PROVED, UNBOUNDED, within_maximal_isr(),
-                   spec="ELR!HwmUpdate (MinOf over isr \\cup pend)",
+                   spec="ELR!LeaderHwm (MinOf over isr \\cup pend)",
                    python=f"{PY}.next_high_watermark"),
         Obligation("kip966-planted-hwm-committed-isr-only", "kip966",
                    "planted: the HWM is the minimum over the committed ISR only",
                    COUNTEREXAMPLE, UNBOUNDED, within_maximal_isr("committed-only"),
-                   spec="ELR!HwmUpdate", python=f"{PY}.next_high_watermark", kind="planted", refutes="CoveredByEveryMaximalIsrMember",
+                   spec="ELR!LeaderHwm", python=f"{PY}.next_high_watermark", kind="planted", refutes="CoveredByEveryMaximalIsrMember",
                    note="encoding-only variant: pending ISR members ignored"),
         Obligation("kip966-acks-all-and-effective-min-isr", "kip966",
                    "acks=all is answered only below the HWM with ISR >= effective min ISR; "
                    "1 <= effective min ISR <= min(min ISR, RF)", PROVED, UNBOUNDED, acks_all(),
-                   spec="ELRRules!EffectiveMinIsr, ELR!HwmUpdate (acked)",
+                   spec="ELRRules!EffectiveMinIsr, ELR!LeaderHwm (acked)",
                    python=f"{PY}.acks_all_satisfied, effective_min_isr"),
         Obligation("kip966-planted-ack-below-min-isr", "kip966",
                    "planted: acks=all answered without the min ISR check", COUNTEREXAMPLE,
-                   UNBOUNDED, acks_all("no-min-isr"), spec="ELR!HwmUpdate (acked)",
+                   UNBOUNDED, acks_all("no-min-isr"), spec="ELR!LeaderHwm (acked)",
                    python=f"{PY}.acks_all_satisfied(check_min_isr=False)", kind="planted", refutes="AckedOnlyAtMinIsr",
                    note="refimpl bug ack-below-min-isr"),
     ]

@@ -244,3 +244,32 @@ _BUGS += [
         ("CommittedOnVoterMajority", "NoCommittedRecordLost"),
         spec_switch="BugMajorityOfTarget"),
 ]
+
+# ---- KIP-966 with asynchronous metadata (issue 14) ------------------------------------------
+_BUGS += [
+    PlantedBug(
+        "alter-partition-no-epoch-check", "elr",
+        "The controller applies an AlterPartition without comparing its partition epoch with "
+        "the current one, so a delayed or duplicated request built on an older ISR overwrites "
+        "the ISR committed since (Kafka rejects it with INVALID_UPDATE_VERSION): a replica the "
+        "leader no longer waits for is back in the controller's ISR and may be elected.",
+        ("ReplicationQuorumSuperset", "NoAckedRecordLost", "ElrMembersHaveDataToHwm"),
+        spec_switch="BugSkipPartitionEpochCheck"),
+    PlantedBug(
+        "hwm-on-pending-isr", "elr",
+        "The leader computes the HWM (and the acks=all min ISR check) over the ISR of its "
+        "AlterPartition in flight before the controller committed it: a pending shrink stops "
+        "waiting for the removed follower, which the controller may still elect (KIP-966 "
+        "'Additional High Watermark advancement requirement': the committed ISR, replicated "
+        "to the maximal ISR).",
+        ("ReplicationQuorumSuperset", "NoAckedRecordLost", "ElrMembersHaveDataToHwm"),
+        spec_switch="BugHwmOnPendingIsr"),
+    PlantedBug(
+        "stale-leader-acks", "elr",
+        "A replaced leader, when it learns the new leader epoch, acknowledges the acks=all "
+        "produce requests waiting in its purgatory (the records are in its own log) instead "
+        "of failing them with NOT_LEADER: the new leader may not have them, and the replaced "
+        "leader truncates them when it follows.",
+        ("NoAckedRecordLost", "AckedRecordsOnMinIsr"),
+        spec_switch="BugStaleLeaderAcks"),
+]

@@ -24,14 +24,18 @@ EXTENDS ELR, TLC
 (*    but unfenced (and can be fenced);                                    *)
 (* and no down broker can restart: its epoch or the restart budget is used *)
 (* up, or the restart would elect a leader beyond MaxLeaderEpoch.  A stuck *)
-(* state outside this set is still reported as a deadlock.                 *)
+(* state outside this set is still reported as a deadlock.  Since issue 14 *)
+(* the partition-epoch bound also ends a model: at MaxPartitionEpoch no    *)
+(* partition change (and so no AlterPartition commit, fencing of an ISR    *)
+(* member or election) is possible, so such states may stutter too.        *)
 (***************************************************************************)
 BoundsExhausted ==
-    \A b \in Brokers :
-        /\ ~alive[b]
-        /\ \/ brokerEpoch[b] = MaxBrokerEpoch
-           \/ Restarts = MaxRestarts
-           \/ leaderEpoch = MaxLeaderEpoch
+    \/ partitionEpoch = MaxPartitionEpoch   \* no partition change is possible any more
+    \/ \A b \in Brokers :
+          /\ ~alive[b]
+          /\ \/ brokerEpoch[b] = MaxBrokerEpoch
+             \/ Restarts = MaxRestarts
+             \/ leaderEpoch = MaxLeaderEpoch
 
 \* Not a KIP-966 action: a model-checking stutter step (see above).
 IdleAtBounds == BoundsExhausted /\ UNCHANGED vars

@@ -51,12 +51,16 @@ FINDING_1 = {"NonEmptyElrImpliesIsrBelowMinIsr", "NoAckedRecordLost", "ElrMember
              "HighWatermarkMonotonic"}
 
 
+#: runs (strategy, profile, seed) of 3,000 steps with min ISR changing among 1, 2, 3 that show
+#: finding 1 (found by a seed search over the asynchronous refimpl of issue 14).
+FINDING_1_RUNS = (("Balanced", "chaos", 74), ("Balanced", "chaos", 24))
+
+
 def test_min_isr_changes_and_elr_off_under_chaos_keep_the_controller_invariants():
     for seed in range(4):
         assert _run(ElrConfig(min_isr_choices=(2, 3)), seed, "chaos", 2000).violations == []
     found = set()
-    for strategy, profile, seed in (("Balanced", "chaos", 0), ("Balanced", "chaos", 1),
-                                    ("Aggressive", "partitions", 3), ("None", "partitions", 5)):
+    for strategy, profile, seed in FINDING_1_RUNS:
         cfg = ElrConfig(strategy=strategy, min_isr_choices=(1, 2, 3))
         found |= {v["invariant"] for v in _run(cfg, seed, profile, 3000).violations}
     assert found <= FINDING_1 and "NonEmptyElrImpliesIsrBelowMinIsr" in found
@@ -72,14 +76,20 @@ def test_min_isr_changes_and_elr_off_under_chaos_keep_the_controller_invariants(
 # --------------------------------------------------------------------------- planted bugs
 
 #: bug -> (config overrides, profile, seeds to try).  The catching invariant is the registry's.
+#: (Seeds re-measured for the asynchronous refimpl of issue 14: balanced-fixed-replies is first
+#: caught at chaos seed 20, last-known-elr-literal at 3, alter-partition-no-epoch-check with
+#: min ISR 3 at 9; the others at seed 0.)
 BUG_RUNS = {
-    "elr-not-cleared-at-min-isr": ({}, "chaos", 4),
-    "unclean-broker-kept-in-elr": ({"min_isr": 3}, "crashes", 6),
-    "leader-from-fenced-elr": ({}, "chaos", 4),
-    "ack-below-min-isr": ({}, "chaos", 4),
-    "hwm-on-maximal-isr": ({}, "chaos", 12),
-    "balanced-fixed-replies": ({}, "chaos", 12),
-    "last-known-elr-literal": ({}, "chaos", 12),
+    "elr-not-cleared-at-min-isr": ({}, "chaos", range(4)),
+    "unclean-broker-kept-in-elr": ({"min_isr": 3}, "crashes", range(6)),
+    "leader-from-fenced-elr": ({}, "chaos", range(4)),
+    "ack-below-min-isr": ({}, "chaos", range(4)),
+    "hwm-on-maximal-isr": ({}, "chaos", range(12)),
+    "balanced-fixed-replies": ({}, "chaos", range(18, 30)),
+    "last-known-elr-literal": ({}, "chaos", range(12)),
+    "alter-partition-no-epoch-check": ({"min_isr": 3}, "chaos", range(8, 20)),
+    "hwm-on-pending-isr": ({}, "chaos", range(4)),
+    "stale-leader-acks": ({}, "chaos", range(4)),
 }
 
 
@@ -93,7 +103,7 @@ def test_planted_bug_is_caught_by_the_online_invariants(bug):
     expected = {b.caught_by for b in bugs_for("elr") if b.name == bug}.pop()
     cfg, _ = config_from_bounds(None, bug)
     cfg = replace(cfg, **overrides)
-    for seed in range(seeds):
+    for seed in seeds:
         r = _run(cfg, seed, profile, 5000)
         if r.violations:
             assert {v["invariant"] for v in r.violations} & set(expected), r.violations
@@ -224,9 +234,18 @@ def test_initial_state_is_the_spec_init():
     states, disks, _ = a.init()
     s = a.project(World(0, states, {n: True for n in a.nodes()}, disks, {}))
     assert s["leader"] == "b1" and s["leaderEpoch"] == 1 and s["isr"] == frozenset(a.config.brokers)
+    assert s["partitionEpoch"] == 0
     assert set(s["brokerEpoch"].values()) == {1} and not any(s["fenced"].values())
-    assert set(s["shutdownFile"].values()) == {-1} and s["hwm"] == 0 and s["acked"] == frozenset()
+    assert set(s["shutdownFile"].values()) == {-1} and set(s["hwm"].values()) == {0}
+    assert s["acked"] == frozenset()
     assert set(s["replies"].values()) == {"NoReply"} and s["minIsr"] == 2
+    # every broker knows the initial partition state; nothing is pending or in flight
+    assert {v["partitionEpoch"] for v in s["metadata"].values()} == {0}
+    assert {v["leader"] for v in s["metadata"].values()} == {"b1"}
+    assert set(s["alterPartition"].values()) == {"NoMessage"}
+    assert all(not x for x in s["pendingIsr"].values())
+    assert all(fs["leo"] == 0 and fs["brokerEpoch"] == 0
+               for row in s["followerState"].values() for fs in row.values())
 
 
 def _next_disjuncts() -> set[str]:
@@ -277,8 +296,9 @@ def test_every_written_step_is_one_spec_action(name):
 
 def test_composite_steps_make_the_whole_spec_action():
     """A clean shutdown stops, flushes, writes the CleanShutdownFile and is fenced in one
-    step; a restart is alive, registered with the next broker epoch and unfenced in one step
-    (spec A8); a follower fetch leaves the follower with the leader's log."""
+    step; a restart is alive, registered with the next broker epoch and unfenced in one step,
+    knowing the current partition state (spec A8); a fetch round leaves the follower with the
+    log of the leader of its view, which learned the follower's old (matching) log end."""
     seen = set()
     for seed in range(6):
         r = _run(ElrConfig(), seed, "chaos", 2000, trace=True)
@@ -292,8 +312,11 @@ def test_composite_steps_make_the_whole_spec_action():
             elif a == "RestartBroker":
                 assert s["alive"][b] and not s["fenced"][b] and s["shutdownFile"][b] == -1
                 assert s["brokerEpoch"][b] == prev["state"]["brokerEpoch"][b] + 1
+                assert s["metadata"][b]["partitionEpoch"] == s["partitionEpoch"]
             elif a == "FollowerFetch":
-                assert s["log"][b] == s["log"][s["leader"]]
+                ldr = s["metadata"][b]["leader"]
+                assert s["log"][b] == s["log"][ldr]
+                assert s["followerState"][ldr][b]["leo"] <= len(prev["state"]["log"][b])
             else:
                 continue
             seen.add(a)

@@ -68,9 +68,10 @@ def _elr_entry(name: str):
 def test_elr_literal_last_known_elr_finding_loses_acked_data_after_a_vacuous_wait(tlc_toolchain):
     """docs/spec-elr.md finding 11: with the literal §"Other behaviors" 6a rule the LastKnownELR
     is empty when ISR and ELR are, so Balanced's "all LastKnownELR members replied" holds with
-    one reply, and the replica that lost the acked record is elected (10 states)."""
+    one reply, and the replica that lost the acked record is elected (12 states on the
+    asynchronous spec of issue 14; 10 before)."""
     r = _check(_elr_entry("elr-finding-last-known-elr-literal"))
-    assert r.violated == "NoAckedRecordLost" and len(r.counterexample) == 10
+    assert r.violated == "NoAckedRecordLost" and len(r.counterexample) == 12
     *_, before, last = r.counterexample
     assert last.action == "CompleteUncleanRecovery"
     s = before.state
@@ -78,3 +79,51 @@ def test_elr_literal_last_known_elr_finding_loses_acked_data_after_a_vacuous_wai
     assert s["acked"] and s["leader"] == "NoBroker"
     elected = last.state["leader"]
     assert len(last.state["log"][elected]) == 0          # the elected replica lost r1
+
+
+# ------------------------------------------------- KIP-966 with asynchronous metadata (issue 14)
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_elr_stale_leader_acks_when_it_learns_it_was_replaced(tlc_toolchain):
+    """docs/spec-elr.md "The asynchronous abstraction": a running leader fenced by the
+    controller keeps its acks=all purgatory; with BugStaleLeaderAcks it answers it when it
+    learns the new leader epoch (unfenced), acknowledging a record that is not committed."""
+    r = _check(_elr_entry("elr-bug-stale-leader-acks"))
+    assert r.violated == "AckedRecordNeverLost"
+    *_, before, last = r.counterexample
+    assert last.action == "UnfenceBroker"
+    old = before.state["leader"]
+    stale = next(b for b, v in before.state["metadata"].items()
+                 if v["leader"] == b and b != old)        # still leads in its own view
+    assert last.state["acked"] and not before.state["acked"]
+    assert last.state["metadata"][stale]["leader"] == old   # it learned the new leader
+    assert len(last.state["committedLog"]) == 0
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_elr_hwm_on_pending_isr_acknowledges_before_the_controller_commits(tlc_toolchain):
+    """BugHwmOnPendingIsr: the HWM moves (and acks=all is answered) in the ShrinkIsr step that
+    only SENT the AlterPartition; the controller's ISR still holds the lagging follower."""
+    r = _check(_elr_entry("elr-bug-hwm-on-pending-isr"))
+    assert r.violated == "NoAckedRecordLost"
+    shrink = next(i for i, s in enumerate(r.counterexample) if s.action == "ShrinkIsr")
+    st = r.counterexample[shrink].state
+    assert st["acked"] and len(st["isr"]) == 2              # committed ISR unchanged
+    assert any(len(p) == 1 for p in st["pendingIsr"].values())   # the shrink is only pending
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_elr_skip_partition_epoch_check_commits_a_stale_alter_partition(tlc_toolchain):
+    """BugSkipPartitionEpochCheck: a stale AlterPartition is committed; the controller's ISR
+    then holds a replica the acting leader's HWM quorum does not contain."""
+    r = _check(_elr_entry("elr-bug-skip-partition-epoch-check"))
+    assert r.violated == "ReplicationQuorumSuperset"
+    *_, before, last = r.counterexample
+    s = last.state
+    ldr = s["leader"]
+    quorum = set(s["metadata"][ldr]["isr"]) | set(s["pendingIsr"][ldr])
+    assert not set(s["isr"]) <= quorum
+    assert s["partitionEpoch"] > s["metadata"][ldr]["partitionEpoch"]

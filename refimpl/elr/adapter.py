@@ -7,30 +7,29 @@ unclean-shutdown disk model, enforces the bounds of a TLC config (brokers, value
 log length, max unclean shutdowns...), and composes the refimpl steps that spec/ELR.tla takes
 as one step.
 
-Composite steps (refimpl/sim/protocol.py, "Composite steps").  One simulator event may run
-several nodes' handlers synchronously, the messages between them bypassing the network:
+Asynchronous metadata (issue 14).  The controller's PartitionMetadata pushes, AlterPartition
+requests and responses, fetch requests and responses, produce requests and answers, min ISR
+changes and (with FenceRunningBrokers = TRUE) heartbeats all travel the simulated network
+(latency, loss, duplication, reordering, partitions): every broker acts on its own view of
+the partition (leader, leader epoch, partition epoch, ISR), which may lag the controller's; a
+replaced leader keeps serving until it learns the new epoch; the leader learns a follower's
+log end offset from the follower's next fetch.
 
-* every PartitionMetadata push of the controller reaches every running broker at once
-  (spec A1), so each controller step and the brokers' reaction to it are one step;
-* a follower's fetch round: the Fetch, the leader's answer (a diverging epoch and the
-  truncation, repeated until the logs match), the copy of the leader's log, and the
-  follower's next Fetch, by which the leader learns its new log end and applies the HWM rule
-  (spec A3, A9) -- `FollowerFetch`; the round needs the link between the two brokers;
-* an ISR shrink: the leader's AlterPartition and the controller's commit -- `ShrinkIsr`;
+Composite steps (refimpl/sim/protocol.py, "Composite steps") remain only where one simulator
+event stands for what the spec takes as one step:
+
 * a broker's start: the log recovery, the registration (the controller detects an unclean
-  shutdown and registers the new incarnation unfenced, spec A8) and its answer --
-  `RestartBroker`;
+  shutdown and registers the new incarnation unfenced) and its answer, which carries the
+  metadata the new incarnation starts from -- `RestartBroker`;
 * a clean shutdown: the flush, the CleanShutdownFile, the controlled shutdown at the
   controller, and the broker's stop -- `CleanShutdown`;
-* GetReplicaLogInfo requests and their replies (each reply the controller takes is a spec
-  step of its own, `SendReplicaLogInfo`); with a profile's `async_log_info` (`delays`) the
-  requests go through the network and only the reply is synchronous with its request;
-* heartbeats when FenceRunningBrokers = FALSE (a running broker's session never expires).
-
-Produce requests and their answers, ISR expansion requests (the maximal ISR vs the committed
-ISR: spec `ProposeIsrExpand` then `CommitAlterPartition`), min ISR changes and, with
-FenceRunningBrokers = TRUE, heartbeats go through the simulated network (latency, loss,
-duplication, partitions).
+* GetReplicaLogInfo requests and their replies (each reply the controller takes is a step of
+  its own); with a profile's `async_log_info` (`delays`) the requests go through the network
+  and only the reply is synchronous with its request;
+* the leader's ISR expansion proposal after the fetch that caught a follower up (a step of
+  its own within the same event);
+* heartbeats (and their answers) when FenceRunningBrokers = FALSE (a running broker's
+  session never expires).
 """
 
 from __future__ import annotations
@@ -53,18 +52,18 @@ from .log import ReplicaLog
 from .messages import (ACKS_ALL_OR_ONE, AlterPartitionRequest, AlterPartitionResponse,
                        BrokerHeartbeatRequest, BrokerHeartbeatResponse,
                        BrokerRegistrationRequest, BrokerRegistrationResponse, FetchResponse,
-                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse,
-                       PartitionMetadata, ProduceResponse)
+                       GetReplicaLogInfoRequest, GetReplicaLogInfoResponse, PartitionMetadata,
+                       ProduceResponse)
 from .types import ElrConfig, NO_LEADER
 
 __all__ = ["ELRAdapter"]
 
 #: A fetch round stops after this many request/answer pairs (each diverging answer truncates
-#: at least one record, so a round needs at most the log length plus two).
+#: at least one record, so a round needs at most the log length plus one).
 _MAX_FETCHES = 64
 
 #: Messages always delivered synchronously (see the module docstring).
-_SYNC = (PartitionMetadata, BrokerRegistrationRequest, BrokerRegistrationResponse,
+_SYNC = (BrokerRegistrationRequest, BrokerRegistrationResponse,
          GetReplicaLogInfoRequest, GetReplicaLogInfoResponse)
 #: ... unless the fault profile asks for asynchronous GetReplicaLogInfo (`delays`): then the
 #: requests go through the network (latency, loss, long delays, partitions) and the reply is
@@ -124,18 +123,20 @@ class _Event:
         sync, rest = self.a._split(t, reply_to)
         self.add(node, replace(t, sends=rest), label)
         for env in sync:
-            self.deliver(env)
+            self.deliver(env, absorb=t.action == "UnfenceBroker")
         for n, part in t.chain:
             if n == node and self.state(node) is not t.state:
                 raise RuntimeError(f"{node}: a chained part of {t.action} would overwrite "
                                    f"what a synchronous message changed")
             self.run(n, part, spec_mapping.boundary(part.action))
 
-    def deliver(self, env: Envelope) -> None:
+    def deliver(self, env: Envelope, absorb: bool = False) -> None:
+        """Deliver `env` within the event; `absorb`: the receiver's step continues the sender's
+        spec step (an unfenced broker installs the metadata in UnfenceBroker, spec A8)."""
         if self.up(env.dst):
             t = self.a._handle(env.dst, self.state(env.dst), env, self.now)
-            self.run(env.dst, t, spec_mapping.boundary(t.action) if t else None,
-                     reply_to=env.src)
+            label = None if absorb or t is None else spec_mapping.boundary(t.action)
+            self.run(env.dst, t, label, reply_to=env.src)
 
     def result(self) -> Transition | None:
         if not self.parts:
@@ -216,6 +217,31 @@ class ELRAdapter(ProtocolAdapter):
     def bind(self, world: World) -> None:
         self.world = world
         self._encoder = spec_mapping.StateEncoder(self.config)
+        self.broker.leader_hwm_start = self._leader_hwm_start
+        self.broker.alter_channel_busy = self._alter_channel_busy
+
+    def _leader_hwm_start(self, s: Any) -> int:
+        """Spec abstraction A12: a broker starting a new leader epoch serves the
+        consumer-visible prefix it holds (CommonPrefixLen(log[b], committedLog))."""
+        committed = self.world.history.get("committed", ())
+        return spec_mapping.common_prefix_len(s.log.entries, committed)
+
+    def _alter_channel_busy(self, b: str) -> bool:
+        """spec alterPartition[b] /= NoMessage: b's request or its answer is in flight (a
+        request outlives its sender's restart)."""
+        return spec_mapping.alter_partition_slot(self.config, self.world, b) is not None
+
+    def reliable(self, env: Envelope) -> bool:
+        """The AlterPartition channel is the spec's one slot per broker: a request is never
+        lost, nor its answer to the incarnation that sent it while that one runs."""
+        m = env.payload
+        if isinstance(m, AlterPartitionRequest):
+            return True
+        if isinstance(m, AlterPartitionResponse):
+            st = self.world.states.get(env.dst)
+            return bool(self.world.up.get(env.dst)) and st is not None and \
+                st.broker_epoch == m.broker_epoch
+        return False
 
     # ---- behaviour --------------------------------------------------------------------
     def init(self):
@@ -259,10 +285,9 @@ class ELRAdapter(ProtocolAdapter):
             elif isinstance(m, BrokerHeartbeatRequest):
                 (sync if m.want_shutdown or not self.config.fence_running_brokers
                  else rest).append(env)
-            elif isinstance(m, AlterPartitionRequest):
-                (sync if t.action == "ShrinkIsr" else rest).append(env)
-            elif isinstance(m, (BrokerHeartbeatResponse, AlterPartitionResponse)):
-                (sync if env.dst == reply_to else rest).append(env)
+            elif isinstance(m, BrokerHeartbeatResponse):
+                (sync if (env.dst == reply_to and not self.config.fence_running_brokers)
+                 or t.action == "UnfenceBroker" else rest).append(env)
             else:
                 rest.append(env)
         return tuple(sync), tuple(rest)
@@ -277,6 +302,19 @@ class ELRAdapter(ProtocolAdapter):
 
     def deliver(self, node: str, state: Any, env: Envelope, now_ms: int) -> Transition | None:
         c = self.config
+        m = env.payload
+        if node in c.brokers and isinstance(m, (PartitionMetadata, BrokerHeartbeatResponse)):
+            # Spec abstraction A10: a broker catching up with the metadata log replays it to
+            # its end -- the controller's current partition state, never an intermediate one.
+            ctrl = self.world.states[c.controller]
+            reg = ctrl.registration(node)
+            if reg is None or reg.broker_epoch != state.broker_epoch or reg.fenced:
+                # a fenced running broker is cut off from the controller: it learns the
+                # state when it is unfenced (spec UnfenceBroker)
+                return None
+            cur = ctrl.metadata_for(node)
+            env = replace(env, payload=cur if isinstance(m, PartitionMetadata)
+                          else replace(m, metadata=cur))
         if node == c.controller and isinstance(env.payload, BrokerHeartbeatRequest) and \
                 not self.world.up.get(env.src, False):
             reg = state.registration(env.src)
@@ -304,9 +342,13 @@ class ELRAdapter(ProtocolAdapter):
         return None
 
     def _fetch_round(self, f: str, state: Any, now_ms: int) -> Transition:
-        """Follower `f`'s fetch round (spec FollowerFetch): fetch until the logs match and the
-        leader has seen `f`'s new log end (its HWM rule and acks), then the leader's ISR
-        expansion proposal if `f` is now in sync (spec ProposeIsrExpand, a step of its own)."""
+        """Follower `f`'s fetch round (spec FollowerFetch): the Fetch to the leader of f's
+        view, the leader's answer (a diverging epoch and the truncation, repeated until the
+        logs match: the leader then learns f's fetch offset -- the part of f's log matching
+        its own -- and applies its HWM rule), and the copy of the leader's log.  The records
+        copied now count at f's next fetch.  Then the leader's ISR expansion proposal if f
+        is in sync (spec ProposeIsrExpand, a step of its own).  The round needs the link
+        between the two brokers (both ways)."""
         t0 = self.broker.on_fetch_timer(state, now_ms)
         ev = _Event(self, now_ms)
         if not t0.sends:
@@ -325,17 +367,14 @@ class ELRAdapter(ProtocolAdapter):
             resp = next((e for e in tl.sends if e.dst == f
                          and isinstance(e.payload, FetchResponse)), None)
             ev.add(leader, replace(tl, sends=tuple(e for e in tl.sends if e is not resp)), None)
-            before = ev.state(f).log
             tf = self.broker.on_fetch_response(ev.state(f), leader, resp.payload, now_ms) \
                 if resp is not None else None
             if tf is not None:
                 ev.add(f, tf, None)
-            for n, part in tl.chain:    # the leader's proposal: f is caught up, so it ends
-                ev.run(n, part, spec_mapping.boundary(part.action))
-            if tf is None or ev.state(f).log == before:
+            if tf is None or tf.action != "TruncateLog":
+                for n, part in tl.chain:   # the leader's proposal, after the copy
+                    ev.run(n, part, spec_mapping.boundary(part.action))
                 break
-            if tl.chain:
-                raise RuntimeError("the leader proposed a follower whose log then changed")
             req = self.broker.fetch_request(ev.state(f))
             if req is None:
                 break
@@ -371,10 +410,10 @@ class ELRAdapter(ProtocolAdapter):
     def restart(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition | None:
         """A broker's start, registration included (spec RestartBroker; None when the
         controller would not register it now: MaxBrokerEpoch, or an election beyond
-        MaxLeaderEpoch).  The committed records the restart lost (a power loss) are kept on the
-        broker's disk as the ghost `ghost_lost_committed` (spec lostCommitted[b], set at the
-        restart as the spec does: what it still missed plus the committed records it held and
-        lost now; spec_mapping shows those its log does not hold again)."""
+        MaxLeaderEpoch).  The records the restart lost that counted -- b's log up to what a
+        leader learned from its fetches or up to the consumer-visible log it held (spec
+        CountedPrefix) -- join the ghost `ghost_lost_committed` on the broker's disk (spec
+        lostCommitted[b]); fetch rounds remove those found again (after_step)."""
         c = self.config
         if node == c.controller:
             s = self.controller.restore(dict(disk), now_ms)
@@ -393,8 +432,11 @@ class ELRAdapter(ProtocolAdapter):
         k = t0.state.log.end_offset
         committed = self.world.history.get("committed", ())
         held = spec_mapping.common_prefix_len(before, committed)
-        lost = spec_mapping.still_missing(disk.get("ghost_lost_committed", frozenset()), before)
-        lost |= {(o, committed[o]) for o in range(k, held)}
+        reported = max([spec_mapping.reported_leo(self.world, ldr, node)
+                        for ldr in c.brokers] + [0])
+        counted = min(len(before), max(held, reported))
+        lost = set(disk.get("ghost_lost_committed", frozenset()))
+        lost |= {(o, before[o]) for o in range(k, counted)}
         persist = t0.persist + (Persist("ghost_lost_committed", frozenset(lost)),)
         ev = _Event(self, now_ms, starting=(node,))
         ev.add(node, replace(t0, persist=persist, params=dict(t0.params, k=k)), "RestartBroker")
@@ -449,25 +491,53 @@ class ELRAdapter(ProtocolAdapter):
 
     # ---- observation ------------------------------------------------------------------
     def after_step(self, world: World, node: str | None, action: str) -> None:
-        """The ghost `committedLog` (spec): the consumer-visible log.  A newly elected leader
-        starts from the part of it that it holds (spec ApplyOutcome's baseHwm); the running
-        leader's HWM rule (Broker.next_hwm: rules.next_high_watermark over what the leader
-        knows of its followers) grows it.  The leader's own HWM follows the same rule from
-        its own starting point, which may lag (a new leader learns the HWM from its followers'
-        fetches) or, after an unclean election, lead (Kafka keeps a new leader's stale HWM):
-        the spec's HWM is the consumer-visible one."""
+        """The ghost `committedLog` (spec): the consumer-visible log.
+        * An election (a new leader epoch at the controller) keeps the part of it the elected
+          leader holds (spec CommittedAfter).
+        * A broker that starts leading a new leader epoch keeps the part it holds too, and
+          serves it as its HWM (abstraction A12: Broker.leader_hwm_start).
+        * When a broker acting as leader (in its own view, also a stale one) advances its HWM
+          beyond the consumer-visible log, that log becomes its log up to its HWM (spec
+          LeaderHwm)."""
         h = world.history
-        p = world.states[self.config.controller].partition
+        c = self.config
+        p = world.states[c.controller].partition
         committed = h.get("committed", ())
+        acked = spec_mapping.acked_entries(world, c.brokers)
+        key = spec_mapping.fetch_key(world, c.brokers, acked)
+        if action == "FollowerFetch" and key != h.get("fetch_key"):
+            # spec FollowerFetch's StillMissing, with acked and committedLog before the step
+            logs = [world.states[b].log.entries for b in c.brokers]
+            prev_acked = h.get("acked", frozenset())
+            for b in c.brokers:
+                lost = world.disks[b].get("ghost_lost_committed", frozenset())
+                if not lost:
+                    continue
+                mine = world.states[b].log.entries
+                keep = frozenset(e for e in lost if not spec_mapping.holds(mine, e) and (
+                    e in prev_acked or spec_mapping.holds(committed, e)
+                    or any(spec_mapping.holds(lg, e) for lg in logs)))
+                if keep != lost:
+                    world.disks[b]["ghost_lost_committed"] = keep
+        h["fetch_key"] = key
+        h["acked"] = acked
         if "epoch" in h and p.leader_epoch != h["epoch"] and p.leader in world.states:
             lg = world.states[p.leader].log.entries
             committed = committed[:spec_mapping.common_prefix_len(lg, committed)]
         h["epoch"] = p.leader_epoch
-        ldr = spec_mapping.acting_leader(self.config, world)
-        if ldr is not None and world.up.get(ldr.broker_id, False):
-            hwm = self.broker.next_hwm(ldr, len(committed))
-            if hwm > len(committed):
-                committed = ldr.log.entries[:hwm]
+        terms = h.setdefault("terms", {})
+        hwms = h.setdefault("hwms", {})
+        for b in c.brokers:
+            st = world.states[b]
+            leads = world.up.get(b, False) and st.is_leader
+            term = (st.incarnation, st.metadata.leader_epoch) if leads else None
+            if leads and terms.get(b) != term:
+                committed = committed[:spec_mapping.common_prefix_len(st.log.entries, committed)]
+            terms[b] = term
+            hwm = st.hwm if leads else 0
+            if leads and hwm > hwms.get(b, 0) and hwm > len(committed):
+                committed = st.log.entries[:hwm]
+            hwms[b] = hwm
         h["committed"] = committed
 
     def project(self, world: World) -> dict[str, Any]:

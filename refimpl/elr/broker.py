@@ -100,6 +100,14 @@ class Broker:
     def __init__(self, config: ElrConfig):
         self.config = config
         self.bug = config.bug
+        # The HWM a broker starts a new leader epoch with.  None: its own HWM (what it learned
+        # as a follower, as Kafka).  The simulator adapter sets the spec's abstraction A12:
+        # the consumer-visible prefix the new leader holds.
+        self.leader_hwm_start = None
+        # Is `broker`'s AlterPartition channel busy (a request or its response in flight)?
+        # The spec has one slot per broker, which a request keeps across the sender's restart;
+        # the simulator adapter answers from the network.  Default: the broker's own pending ISR.
+        self.alter_channel_busy = None
 
     # ---- construction -----------------------------------------------------------------
     def timers(self) -> tuple[SetTimer, ...]:
@@ -158,10 +166,26 @@ class Broker:
         leos[s.broker_id] = s.log.end_offset
         return leos
 
+    def hwm_isr(self, s: BrokerState) -> frozenset[str]:
+        """The replicas the leader's HWM waits for: the maximal ISR (KIP-966 "Additional High
+        Watermark advancement requirement": "If maximal ISR > ISR, the message should be
+        replicated to the maximal ISR before covering the message under HWM"; for a pending
+        shrink the maximal ISR is the committed ISR, the removed follower still counts until
+        the controller commits).  The planted bug hwm-on-pending-isr uses the ISR of the
+        AlterPartition in flight instead, before the controller committed it."""
+        if s.pending_isr is not None and bug_enabled(self.bug, "hwm-on-pending-isr"):
+            return s.pending_isr
+        return s.maximal_isr
+
     def next_hwm(self, s: BrokerState, hwm: int) -> int:
-        """The leader's HWM rule (rules.next_high_watermark) from `hwm`, over what it knows."""
+        """The leader's HWM rule (rules.next_high_watermark) from `hwm`, over what it has
+        learned of its followers' log end offsets (their fetch offsets: a follower's records
+        count only from its next fetch)."""
+        isr = self.hwm_isr(s)
+        committed = s.pending_isr if bug_enabled(self.bug, "hwm-on-pending-isr") and \
+            s.pending_isr is not None else s.committed_isr
         return rules.next_high_watermark(
-            hwm, self.log_end_offsets(s), s.committed_isr, s.maximal_isr, s.metadata.min_isr,
+            hwm, self.log_end_offsets(s), committed, isr, s.metadata.min_isr,
             bug_use_maximal_isr=bug_enabled(self.bug, "hwm-on-maximal-isr"))
 
     def _leader_update(self, s: BrokerState,
@@ -172,22 +196,33 @@ class Broker:
         leos = self.log_end_offsets(s)
         hwm = self.next_hwm(s, s.hwm)
         s = replace(s, hwm=hwm)
-        done, keep = [], []
+        done, failed, keep = [], [], []
         ack_check = not bug_enabled(self.bug, "ack-below-min-isr")
+        isr_size = len(s.pending_isr) if s.pending_isr is not None and \
+            bug_enabled(self.bug, "hwm-on-pending-isr") else len(s.committed_isr)
         for a in s.pending_acks:
             if ack_check:
-                ok = rules.acks_all_satisfied(a.offset, hwm, len(s.committed_isr), md.min_isr)
+                # Kafka's DelayedProduce: once the HWM passed the record, answer -- success if
+                # the ISR has min ISR members (rules.acks_all_satisfied), else
+                # NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+                if hwm <= a.offset:
+                    keep.append(a)
+                elif rules.acks_all_satisfied(a.offset, hwm, isr_size, md.min_isr):
+                    done.append(a)
+                else:
+                    failed.append(a)
             else:
                 # the bug: "the ISR has it" (every maximal ISR member) without the size check
                 on_all = all(leos.get(r, 0) > a.offset for r in s.maximal_isr)
-                ok = on_all
-            (done if ok else keep).append(a)
-        if not done:
+                (done if on_all else keep).append(a)
+        if not done and not failed:
             return s, ()
         sends = tuple(self._env(s, a.src, ProduceResponse(
             a.request_id, "NONE", a.offset, a.entry, "all",
             replicas_with_record=sum(1 for v in leos.values() if v > a.offset),
             isr_size=len(s.committed_isr), min_isr=md.min_isr)) for a in done)
+        sends += tuple(self._env(s, a.src, ProduceResponse(
+            a.request_id, "NOT_ENOUGH_REPLICAS_AFTER_APPEND")) for a in failed)
         return replace(s, pending_acks=tuple(keep)), sends
 
     def _apply_metadata(self, s: BrokerState, md: PartitionMetadata | None,
@@ -201,22 +236,39 @@ class Broker:
         sends: tuple[Envelope, ...] = ()
         new_epoch = old is None or old.leader_epoch != md.leader_epoch or old.leader != md.leader
         if new_epoch:
-            # Leadership changed: drop leader-only state; requests waiting for acks fail.
-            sends = tuple(self._env(s, a.src, ProduceResponse(a.request_id, "NOT_LEADER"))
-                          for a in s.pending_acks)
-            s = replace(s, followers=(), pending_isr=None, pending_acks=(), leader_since_ms=now_ms,
+            # Leadership changed: drop leader-only state; requests waiting for acks fail with
+            # NOT_LEADER (Kafka's DelayedProduce on a leader change).  The planted bug
+            # stale-leader-acks acknowledges them instead: the records are in the replaced
+            # leader's own log, but nothing says the new leader has them.
+            if s.is_leader and bug_enabled(self.bug, "stale-leader-acks"):
+                leos = self.log_end_offsets(s)
+                sends = tuple(self._env(s, a.src, ProduceResponse(
+                    a.request_id, "NONE", a.offset, a.entry, "all",
+                    replicas_with_record=sum(1 for v in leos.values() if v > a.offset),
+                    isr_size=len(s.committed_isr), min_isr=s.metadata.min_isr))
+                    for a in s.pending_acks)
+            else:
+                sends = tuple(self._env(s, a.src, ProduceResponse(a.request_id, "NOT_LEADER"))
+                              for a in s.pending_acks)
+            s = replace(s, followers=(), pending_isr=None,
+                        pending_acks=(), leader_since_ms=now_ms,
                         leader_epoch_start_offset=s.log.end_offset)
-        if old is not None and md.partition_epoch != old.partition_epoch:
-            # The AlterPartition in flight was based on an older partition epoch: it is either
-            # committed now or will be rejected; the leader proposes again from the new ISR.
+        if not new_epoch and md.view_key() == old.view_key():
+            # Nothing of the partition changed (a broker was fenced or unfenced outside it):
+            # the leader keeps its state.
+            return replace(s, metadata=md), sends
+        # A new partition state or topic config (Kafka's Partition.makeLeader / makeFollower /
+        # a min ISR change): the committed state replaces the pending one -- the
+        # AlterPartition in flight is either committed now or will be rejected, and the
+        # leader proposes again from the new ISR -- and the leader applies its HWM rule.
+        if new_epoch or md.partition_epoch != old.partition_epoch:
             s = replace(s, pending_isr=None)
-        if s.pending_isr is not None and old is not None and any(
-                md.live(r) != old.live(r) for r in s.pending_isr - old.isr):
-            # A replica it proposed to add was fenced (or re-registered): the controller will
-            # reject the request (its epochs no longer match), so the proposal is dropped.
-            s = replace(s, pending_isr=None)
+        # (only the topic's min ISR changed: the AlterPartition in flight stays pending, as in
+        # Kafka -- the controller may still commit it)
         s = replace(s, metadata=md)
         if s.is_leader:
+            if new_epoch and self.leader_hwm_start is not None:
+                s = replace(s, hwm=self.leader_hwm_start(s))
             s, acks = self._leader_update(s, now_ms)
             sends += acks
         return s, sends
@@ -296,10 +348,9 @@ class Broker:
         if not s.is_leader:
             return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
         md = s.metadata
-        if s.pending_isr is not None:
-            return Transition(state=s, action="SendAlterPartition",
-                              params={"broker": s.broker_id, "isr": s.pending_isr}, timers=t,
-                              sends=(self._alter(s, s.pending_isr),))
+        if not self._may_propose(s):
+            return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id},
+                              timers=t)
         prog = s.progress()
         leo = s.log.end_offset
 
@@ -313,34 +364,50 @@ class Broker:
         if out is None:
             return Transition(state=s, action="IsrCheckIdle", params={"broker": s.broker_id}, timers=t)
         new_isr = md.isr - {out}
-        s2 = replace(s, pending_isr=new_isr)
+        s2, acks = self._leader_update(replace(s, pending_isr=new_isr), now_ms)
         return Transition(state=s2, action="ShrinkIsr",
                           params={"broker": s.broker_id, "follower": out, "isr": new_isr},
-                          timers=t, sends=(self._alter(s2, new_isr),))
+                          timers=t, sends=(self._alter(s2, new_isr),) + acks)
 
-    @staticmethod
-    def _added(md: PartitionMetadata, isr: frozenset[str]) -> frozenset[tuple[str, int, int]]:
-        """The replicas `isr` adds to the committed ISR, with their epochs (KIP-903)."""
-        return frozenset(md.live(r) for r in isr - md.isr if md.live(r) is not None)
+    def _may_propose(self, s: BrokerState) -> bool:
+        """One AlterPartition at a time (Kafka's AlterPartitionManager: one in flight per
+        partition): no proposal pending, and the broker's channel to the controller free."""
+        if s.pending_isr is not None:
+            return False
+        busy = self.alter_channel_busy
+        return busy is None or not busy(s.broker_id)
 
     def _alter(self, s: BrokerState, isr: frozenset[str]) -> Envelope:
+        """The AlterPartition request for `isr`, with the leader epoch and partition epoch of
+        the leader's view and the members' broker epochs (KIP-903 NewIsrWithEpochs: its own,
+        and each follower's from its last fetch; 0 = unknown, not checked)."""
         md = s.metadata
+        prog = s.progress()
+        epochs = frozenset((m, s.broker_epoch if m == s.broker_id else
+                            (prog[m].broker_epoch if m in prog else 0)) for m in isr)
         return self._env(s, self.config.controller,
                          AlterPartitionRequest(s.broker_id, s.broker_epoch, md.leader_epoch,
-                                               md.partition_epoch, isr, self._added(md, isr)))
+                                               md.partition_epoch, isr, epochs))
 
     def on_alter_partition_response(self, s: BrokerState, msg: AlterPartitionResponse,
                                     now_ms: int) -> Transition | None:
+        """The answer to this incarnation's AlterPartition.  NONE with a partition state newer
+        than the leader's view commits the proposal in its view (Kafka adopts the response's
+        ISR and partition epoch); otherwise -- an error (FENCED_LEADER_EPOCH,
+        INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA: the request was not applied), or metadata
+        that already brought a newer state -- the pending ISR is dropped and the leader
+        proposes again from its view later, or learns the new state from the metadata."""
         md = s.metadata
-        if s.pending_isr is None or md is None or msg.request_isr != s.pending_isr or \
-                msg.request_partition_epoch != md.partition_epoch or \
-                msg.request_added != self._added(md, s.pending_isr):
-            return None                   # not the answer to the request in flight
+        if md is None or msg.broker_epoch != s.broker_epoch:
+            return None                   # an answer to a previous incarnation: lost
+        ok = msg.error == "NONE" and s.pending_isr is not None and msg.metadata is not None \
+            and msg.metadata.partition_epoch > md.partition_epoch
         s2 = replace(s, pending_isr=None)
-        s2, sends = self._apply_metadata(s2, msg.metadata, now_ms)
-        if s2.is_leader:
-            s2, acks = self._leader_update(s2, now_ms)
-            sends += acks
+        sends: tuple[Envelope, ...] = ()
+        if ok:
+            s2, sends = self._apply_metadata(s2, msg.metadata, now_ms)
+        elif s2.is_leader:
+            s2, sends = self._leader_update(s2, now_ms)
         return Transition(state=s2, action="ReceiveAlterPartitionResponse",
                           params={"broker": s.broker_id, "error": msg.error}, sends=sends)
 
@@ -349,17 +416,31 @@ class Broker:
         """The leader serves a follower's fetch: divergence check, follower progress, HWM,
         acks, then ISR expansion (a follower caught up with the leader is proposed for the ISR:
         the maximal ISR grows at once, the committed ISR when the controller answers)."""
-        if not s.is_leader or req.replica_id == s.broker_id or \
-                req.replica_id not in self.config.brokers:
+        if req.replica_id == s.broker_id or req.replica_id not in self.config.brokers or \
+                not s.registered:
             return None
         md = s.metadata
-        if req.leader_epoch != md.leader_epoch:
-            resp = FetchResponse(md.leader_epoch, "FENCED_LEADER_EPOCH", req.fetch_offset)
-            return Transition(state=s, action="RejectFetch", params={"broker": s.broker_id},
+        err = None
+        if not s.is_leader:
+            err = "NOT_LEADER_OR_FOLLOWER"         # this broker's view: not the leader
+        elif req.leader_epoch < md.leader_epoch:
+            err = "FENCED_LEADER_EPOCH"            # the follower's view is stale
+        elif req.leader_epoch > md.leader_epoch:
+            err = "UNKNOWN_LEADER_EPOCH"           # the leader's own view is stale
+        else:
+            old = s.progress().get(req.replica_id)
+            if old is not None and old.broker_epoch > req.replica_broker_epoch:
+                err = "STALE_BROKER_EPOCH"         # a fetch of the follower's previous life
+        if err is not None:
+            resp = FetchResponse(md.leader_epoch if md else 0, err, req.fetch_offset,
+                                 last_fetched_epoch=req.last_fetched_epoch)
+            return Transition(state=s, action="RejectFetch",
+                              params={"broker": s.broker_id, "error": err},
                               sends=(self._env(s, src, resp),))
         if not s.log.matches(req.fetch_offset, req.last_fetched_epoch):
             e, end = s.log.end_offset_for_epoch(req.last_fetched_epoch)
-            resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, (), s.hwm, e, end)
+            resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, (), s.hwm, e, end,
+                                 req.last_fetched_epoch)
             return Transition(state=s, action="HandleFetchDiverging",
                               params={"broker": s.broker_id, "follower": req.replica_id},
                               sends=(self._env(s, src, resp),))
@@ -373,13 +454,14 @@ class Broker:
         s = replace(s, followers=tuple(sorted(prog.items())))
         s, acks = self._leader_update(s, now_ms)
         entries = s.log.entries[req.fetch_offset:]
-        resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, entries, s.hwm)
+        resp = FetchResponse(md.leader_epoch, "NONE", req.fetch_offset, entries, s.hwm,
+                             last_fetched_epoch=req.last_fetched_epoch)
         t = Transition(state=s, action="HandleFetch",
                        params={"broker": s.broker_id, "follower": req.replica_id,
                                "fetchOffset": req.fetch_offset},
                        sends=(self._env(s, src, resp),) + acks)
         live = md.live(req.replica_id)
-        if (req.replica_id in s.maximal_isr or s.pending_isr is not None or not caught_up
+        if (req.replica_id in s.maximal_isr or not self._may_propose(s) or not caught_up
                 or live is None or live[1] != req.replica_broker_epoch
                 or req.fetch_offset < max(s.hwm, s.leader_epoch_start_offset)):
             return t
@@ -388,18 +470,19 @@ class Broker:
         # ISR grows at once, the committed ISR when the controller answers (a step of its own:
         # spec `ProposeIsrExpand`, after the fetch and its HWM update).
         new_isr = md.isr | {req.replica_id}
-        s2 = replace(s, pending_isr=new_isr)
+        s2, acks2 = self._leader_update(replace(s, pending_isr=new_isr), now_ms)
         propose = Transition(state=s2, action="ProposeIsrExpand",
                              params={"broker": s.broker_id, "follower": req.replica_id,
                                      "isr": new_isr},
-                             sends=(self._alter(s2, new_isr),))
+                             sends=(self._alter(s2, new_isr),) + acks2)
         return replace(t, chain=((s.broker_id, propose),))
 
     def on_fetch_response(self, s: BrokerState, src: str, resp: FetchResponse,
                           now_ms: int) -> Transition | None:
         md = s.metadata
         if md is None or s.is_leader or src != md.leader or resp.leader_epoch != md.leader_epoch \
-                or resp.error != "NONE" or resp.fetch_offset != s.log.end_offset:
+                or resp.error != "NONE" or resp.fetch_offset != s.log.end_offset \
+                or resp.last_fetched_epoch != s.log.last_epoch:
             return None
         if resp.diverging_epoch is not None:
             # Truncate to min(leader's end offset for the epoch, ours), always making progress.

@@ -6,13 +6,16 @@ so the simulator explores inside the same finite model TLC checks:
 
     Brokers, Values, InitMinIsr, MinIsrValues, ElrEnabled, UncleanRecoveryEnabled,
     RecoveryStrategy, FenceRunningBrokers            -> the cluster and topic configuration
+    SyncMetadata = TRUE                              -> rejected (the refimpl is asynchronous)
     (and the producer follows the spec's abstraction A7: acks=all while the ISR has min ISR
     members, acks=1 otherwise)
-    MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxUncleanShutdowns -> the bounds (each one
+    MaxLogLen, MaxLeaderEpoch, MaxBrokerEpoch, MaxPartitionEpoch,
+    MaxUncleanShutdowns                              -> the bounds (each one
                                                         disables the refimpl step it guards)
     MaxRestarts                                      -> the simulator's restart limit
     BugHwmOnMaximalIsr, BugKeepUncleanInElr, BugBalancedFixedReplies,
-    BugLastKnownElrLiteral = TRUE,
+    BugLastKnownElrLiteral, BugSkipPartitionEpochCheck, BugHwmOnPendingIsr,
+    BugStaleLeaderAcks = TRUE,
     BugSkipElrRule = "1"                             -> the matching planted bug (recorded as
                                                         the run's bug: trace header, trace
                                                         id, manifest `planted_bug`)
@@ -71,9 +74,16 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
             kw["strategy"] = k["RecoveryStrategy"]
         if "FenceRunningBrokers" in k:
             kw["fence_running_brokers"] = bounds.bool("FenceRunningBrokers")
+        if bounds.bool("SyncMetadata", False):
+            # the refimpl is asynchronous (metadata, AlterPartition and fetches travel the
+            # network): its traces are steps of the SyncMetadata = FALSE spec only
+            raise ValueError(f"{bounds.where('SyncMetadata')}: SyncMetadata = TRUE (the spec's "
+                             "synchronous-propagation abstraction) has no refimpl twin; "
+                             "simulate under a SyncMetadata = FALSE config")
         kw["acks_policy"] = "spec"          # spec abstraction A7
         for const, f in (("MaxLogLen", "max_log_len"), ("MaxLeaderEpoch", "max_leader_epoch"),
                          ("MaxBrokerEpoch", "max_broker_epoch"),
+                         ("MaxPartitionEpoch", "max_partition_epoch"),
                          ("MaxUncleanShutdowns", "max_unclean_shutdowns")):
             if const in k:
                 kw[f] = bounds.int(const)

@@ -82,11 +82,12 @@ class ControllerState:
         p = self.partition
         return PartitionMetadata(reg.broker_epoch if reg else -1, p.leader, p.leader_epoch,
                                  p.partition_epoch, p.isr, self.eff_min_isr,
-                                 self.metadata_version, self.live_brokers())
+                                 self.metadata_version, self.live_brokers(), p.elr,
+                                 self.min_isr)
 
     def published(self) -> tuple:
         """What the brokers see (a change is published, with a new metadata version)."""
-        return (self.partition, self.eff_min_isr, self.live_brokers())
+        return (self.partition, self.min_isr, self.live_brokers())
 
     def visible(self) -> tuple:
         """Everything spec/ELR.tla sees of the controller but the replies."""
@@ -134,7 +135,7 @@ class Controller:
         s = self.initial()
         c = self.config
         regs = tuple(BrokerRegistration(b, 1, False, 0) for b in c.brokers)
-        p = s.partition.with_(leader=c.brokers[0], leader_epoch=1, partition_epoch=1)
+        p = s.partition.with_(leader=c.brokers[0], leader_epoch=1, partition_epoch=0)
         return replace(s, registrations=regs, partition=p,
                        incarnations=tuple((b, 0) for b in c.brokers))
 
@@ -278,6 +279,12 @@ class Controller:
         """One step's transition: persist and publish (with a new metadata version) when the
         committed metadata changed.  `reply`: the envelopes answering the request, or a
         function of the new state giving them."""
+        # One PartitionChangeRecord per step: the partition epoch is bumped once when any
+        # field of the partition changed (spec ApplyPartition), whatever the handler did.
+        p0 = s0.partition
+        bumped = replace(s.partition, partition_epoch=p0.partition_epoch) != p0
+        s = replace(s, partition=s.partition.with_(
+            partition_epoch=p0.partition_epoch + (1 if bumped else 0)))
         if s.published() != s0.published():
             s = replace(s, metadata_version=s0.metadata_version + 1)
         changed = (s.partition, s.min_isr, s.registrations, s.incarnations,
@@ -301,6 +308,9 @@ class Controller:
         spec sees (the spec's action is then not enabled)."""
         before = s
         s, rec_sends, kind = self._elect(s)
+        if self._beyond_partition_epoch(s0, before) or \
+                (kind != "UncleanElection" and self._beyond_partition_epoch(s0, s)):
+            return None
         if kind == BLOCKED:
             if before.visible() != s0.visible():
                 return None
@@ -310,9 +320,19 @@ class Controller:
         if kind != "UncleanElection":
             return self._commit(s0, s, action, params, reply, timers, rec_sends)
         head = self._commit(s0, before, action, params, reply, timers)
+        if self._beyond_partition_epoch(head.state, s):
+            return head                   # the unclean election waits (MaxPartitionEpoch)
         part = self._commit(head.state, replace(s, metadata_version=head.state.metadata_version),
                             "UncleanLeaderElect", {"leader": s.partition.leader})
         return replace(head, chain=((self.config.controller, part),))
+
+    def _beyond_partition_epoch(self, s0: ControllerState, s: ControllerState) -> bool:
+        """Bounded mode (spec MaxPartitionEpoch): a step whose partition change would take the
+        partition epoch beyond the bound is not taken."""
+        m = self.config.max_partition_epoch
+        p0 = s0.partition
+        return m is not None and p0.partition_epoch >= m and \
+            replace(s.partition, partition_epoch=p0.partition_epoch) != p0
 
     # ---- inputs -------------------------------------------------------------------------
     def on_message(self, s: ControllerState, src: str, msg, now_ms: int) -> Transition | None:
@@ -430,59 +450,50 @@ class Controller:
     def on_alter_partition(self, s: ControllerState,
                            req: AlterPartitionRequest) -> Transition | None:
         """KIP-966 "Controller behaviors" 1: "When the controller receives the new ISR, it will
-        trigger an ELR update."  The request is validated as in KRaft (broker epoch, leader
-        epoch, partition epoch; only unfenced replicas may be added, with the epochs the leader
-        named)."""
+        trigger an ELR update."  Validated as KRaft's ReplicationControlManager does, in its
+        order: FENCED_LEADER_EPOCH (the sender no longer leads in the request's leader epoch),
+        INVALID_UPDATE_VERSION (the request's partition epoch is not the current one: the
+        leader proposed from a stale view), INELIGIBLE_REPLICA (a proposed member is fenced,
+        KIP-841, or its broker epoch in the request is not the registered one, KIP-903; 0 =
+        unknown, not checked).  A valid request is committed (ELR update, election, partition
+        epoch + 1) and answered with the new partition state; an error carries none (the
+        leader learns the state from the metadata).  The planted bug
+        alter-partition-no-epoch-check skips the partition epoch comparison."""
         p = s.partition
         b = req.broker_id
-        reg = s.registration(b)
         c = self.config.controller
-        if reg is None or reg.broker_epoch != req.broker_epoch:
-            err = "STALE_BROKER_EPOCH"
-        elif p.leader != b or p.leader_epoch != req.leader_epoch:
+        epochs = dict(req.broker_epochs)
+        if p.leader != b or p.leader_epoch != req.leader_epoch:
             err = "FENCED_LEADER_EPOCH"
-        elif p.partition_epoch != req.partition_epoch:
-            err = "NONE" if req.new_isr == p.isr else "INVALID_UPDATE_VERSION"
-            if err == "NONE":
-                resp = AlterPartitionResponse("NONE", s.metadata_for(b), req.new_isr,
-                                              req.partition_epoch, req.added)
-                return Transition(state=s, action="HandleAlterPartition",
-                                  params={"broker": b, "error": "NONE", "duplicate": True},
-                                  sends=(Envelope(c, b, resp),))
-        elif b not in req.new_isr or not req.new_isr <= frozenset(p.replicas) or \
-                not self._added_eligible(s, req.new_isr - p.isr, req.added):
+        elif p.partition_epoch != req.partition_epoch and \
+                not bug_enabled(self.bug, "alter-partition-no-epoch-check"):
+            err = "INVALID_UPDATE_VERSION"
+        elif any(self._ineligible(s, m, epochs.get(m, 0)) for m in req.new_isr):
             err = "INELIGIBLE_REPLICA"
         else:
             err = "NONE"
         if err != "NONE":
-            resp = AlterPartitionResponse(err, s.metadata_for(b) if reg else None, req.new_isr,
-                                          req.partition_epoch, req.added)
+            resp = AlterPartitionResponse(err, None, req.new_isr, req.partition_epoch,
+                                          broker_epoch=req.broker_epoch)
             return Transition(state=s, action="RejectAlterPartition",
                               params={"broker": b, "error": err}, sends=(Envelope(c, b, resp),))
         s0 = s
         s = self._update_isr(s, frozenset(req.new_isr))
-        s = replace(s, partition=s.partition.with_(partition_epoch=p.partition_epoch + 1))
 
         def reply(st: ControllerState) -> tuple[Envelope, ...]:
             return (Envelope(c, b, AlterPartitionResponse("NONE", st.metadata_for(b), req.new_isr,
-                                                          req.partition_epoch, req.added)),)
+                                                          req.partition_epoch,
+                                                          broker_epoch=req.broker_epoch)),)
         return self._finish(s0, s, "HandleAlterPartition",
                             {"broker": b, "isr": frozenset(req.new_isr),
                              "shrink": req.new_isr < p.isr}, reply=reply)
 
     @staticmethod
-    def _added_eligible(s: ControllerState, added: frozenset[str],
-                        epochs: frozenset[tuple[str, int, int]]) -> bool:
-        """Each replica added to the ISR is unfenced with the broker epoch and fence epoch the
-        leader named (KIP-841, KIP-903; a proposal made before the replica was fenced is void,
-        spec A2)."""
-        named = {x[0]: x for x in epochs}
-        for r in added:
-            reg = s.registration(r)
-            if reg is None or reg.fenced or r not in named or \
-                    named[r] != (r, reg.broker_epoch, reg.fence_epoch):
-                return False
-        return True
+    def _ineligible(s: ControllerState, m: str, named_epoch: int) -> bool:
+        """KIP-841 / KIP-903: a proposed ISR member must be registered and unfenced, with the
+        broker epoch the leader named (0: not named, not checked)."""
+        reg = s.registration(m)
+        return reg is None or reg.fenced or (named_epoch != 0 and named_epoch != reg.broker_epoch)
 
     def on_alter_min_isr(self, s: ControllerState, req: AlterMinIsrRequest) -> Transition | None:
         """KIP-966 "Other behaviors" 2: a new min.insync.replicas clears the ELR when the new

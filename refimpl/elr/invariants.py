@@ -15,6 +15,10 @@ the spec's abstract versions (see docs/refimpl-elr.md):
   replica's data is judged only when the controller knows its current incarnation (up and
   registered with the epoch the controller holds).
 * PendingIsrHasLeader, HwmWithinLeaderLog, LogMatching: the brokers' view.
+* ReplicationQuorumSuperset (issue 14, Vanlightly's KIP-966 spec): the replicas the
+  leader of the current leader epoch waits for before advancing the HWM (its maximal ISR,
+  from its own, possibly lagging, view) include every member of the controller's ISR: a
+  replica the controller may elect cleanly is never left behind by the HWM.
 * CommittedLogOnElectableReplica: within the tolerance some member of ISR / ELR /
   LastKnownELR (running or not: a crashed broker's last log, spec A4) holds the committed log.
 * Refimpl-only: AckedRecordsOnMinIsr (an acks=all record was on at least min ISR replicas when
@@ -29,7 +33,7 @@ from dataclasses import dataclass
 
 from refimpl.sim.protocol import Monitor, Violation, World
 
-from .broker import BrokerState
+from .broker import Broker, BrokerState
 from .client import ClientState
 from .controller import ControllerState
 from .rules import effective_min_isr
@@ -57,6 +61,7 @@ INVARIANTS = (
     "ReplicaHwmMonotonic",
     "RecoveryElectsMostCompleteLastKnownElr",
     "CommittedLogOnElectableReplica",
+    "ReplicationQuorumSuperset",
 )
 
 
@@ -137,6 +142,7 @@ class ElrMonitor(Monitor):
 
     def __init__(self, config: ElrConfig):
         self.config = config
+        self.broker = Broker(config)
         self.tolerated = tolerated_data_loss_shutdowns(config)
         self.committed: tuple[LogEntry, ...] = ()
         self.hwms: dict[tuple[str, int], int] = {}
@@ -247,6 +253,12 @@ class ElrMonitor(Monitor):
     def _data(self, snap: Snapshot, bad) -> None:
         p = snap.controller.partition
         leader = snap.acting_leader()
+        if leader is not None:
+            waits_for = self.broker.hwm_isr(leader)
+            if not p.isr <= waits_for:
+                bad("ReplicationQuorumSuperset",
+                    f"leader {leader.broker_id} advances the HWM over {sorted(waits_for)} but "
+                    f"the controller's ISR is {sorted(p.isr)}")
         tolerant = self.within_tolerance(snap)
         if leader is not None:
             visible = leader.log.entries[: leader.hwm]

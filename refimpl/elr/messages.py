@@ -71,6 +71,18 @@ class PartitionMetadata:
     min_isr: int                 # the effective min.insync.replicas
     version: int = 0
     live_brokers: frozenset[tuple[str, int, int]] = frozenset()
+    # the ELR (PartitionRecord.EligibleLeaderReplicas): brokers see it, but "Both the follower
+    # and the leader don't have any new behavior to handle ELR" (KIP-966 "Broker behaviors")
+    elr: frozenset[str] = frozenset()
+    # the topic's min.insync.replicas as configured (a ConfigRecord in the same metadata log;
+    # `min_isr` above is the effective one the leader applies)
+    topic_min_isr: int = 0
+
+    def view_key(self) -> tuple:
+        """What of the partition a broker acts on (spec View): a push that changes none of it
+        (a broker fenced or unfenced outside the ISR) changes nothing the broker does."""
+        return (self.leader, self.leader_epoch, self.partition_epoch, self.isr, self.elr,
+                self.topic_min_isr)
 
     def live(self, b: str) -> tuple[str, int, int] | None:
         return next((x for x in self.live_brokers if x[0] == b), None)
@@ -90,18 +102,20 @@ class AlterPartitionRequest:
     leader_epoch: int
     partition_epoch: int
     new_isr: frozenset[str]
-    # the replicas added to the ISR, as (id, broker epoch, fence epoch) (KIP-903 NewIsrWithEpochs)
-    added: frozenset[tuple[str, int, int]] = frozenset()
+    # KIP-903 NewIsrWithEpochs: (member, broker epoch) for every proposed member; the leader's
+    # own epoch, and each follower's from its last fetch (0 = unknown: not checked)
+    broker_epochs: frozenset[tuple[str, int]] = frozenset()
 
 
 @dataclass(frozen=True)
 class AlterPartitionResponse:
     error: str                   # "NONE", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", ...
     metadata: PartitionMetadata | None
-    # which request this answers (Kafka matches responses to requests by correlation id)
+    # which request this answers (Kafka matches responses to requests by correlation id),
+    # and the broker epoch of the incarnation that sent it
     request_isr: frozenset[str] = frozenset()
     request_partition_epoch: int = -1
-    request_added: frozenset[tuple[str, int, int]] = frozenset()
+    broker_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -136,6 +150,9 @@ class FetchResponse:
     high_watermark: int = 0
     diverging_epoch: int | None = None     # set when the follower must truncate
     diverging_end_offset: int = 0
+    # the request's last fetched epoch: with fetch_offset, the log position it answers (a
+    # delayed answer to an earlier fetch from another log at the same offset is ignored)
+    last_fetched_epoch: int = 0
 
 
 @dataclass(frozen=True)

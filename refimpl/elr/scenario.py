@@ -99,13 +99,23 @@ class Cluster:
     def deliver_all(self, limit: int = 10_000) -> None:
         """Deliver every message in flight (and those they cause), FIFO."""
         n = 0
+        held: list[Envelope] = []
         while self.queue and n < limit:
             env = self.queue.popleft()
             n += 1
-            if not self.up.get(env.dst) or (env.src, env.dst) in self.blocked:
+            if not self.up.get(env.dst):
                 continue
-            self._apply(env.dst, self.adapter.deliver(env.dst, self.states[env.dst], env,
-                                                      self.now))
+            reliable = self.adapter.reliable(env)
+            if (env.src, env.dst) in self.blocked:
+                if reliable:           # a one-slot channel waits for the link (never lost)
+                    held.append(env)
+                continue
+            t = self.adapter.deliver(env.dst, self.states[env.dst], env, self.now)
+            if t is None and reliable:
+                held.append(env)
+                continue
+            self._apply(env.dst, t)
+        self.queue.extend(held)
 
     def run_for(self, ms: int) -> None:
         """Advance the clock by `ms`, firing due timers in time order and delivering."""

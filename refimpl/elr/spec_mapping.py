@@ -1,6 +1,6 @@
 """The ONE mapping from the reference implementation onto spec/ELR.tla.
 
-* `VARIABLES` / `project(config, world)`: the refimpl state -> the spec's 21 variables.
+* `VARIABLES` / `project(config, world)`: the refimpl state -> the spec's 25 variables.
 * `spec_action(step, params)`: the spec action a simulator step (led by refimpl step `step`)
   implements, or "Stutter" for a step that changes no spec variable (a heartbeat, a rejected
   request, a timer with nothing to do...; such a step is never written to a trace).
@@ -8,28 +8,38 @@
   simulator step (see below).
 * `message_value(env)`: a message as a canonical TLA+ record (trace parameters).
 
-The spec is more abstract than the refimpl (its abstractions A1-A9: instantaneous metadata
-propagation, no partition epoch, a fetch copies the whole log, the surviving part of the
-unflushed log is chosen at restart, one controller, registration and unfencing in one step,
-the leader knows its followers' logs...).  Where one spec step is carried out by several
-refimpl steps, the ELR adapter runs them in one simulator event, synchronously, and the
-simulator writes one trace line for them (refimpl/elr/adapter.py; docs/refimpl-elr.md lists
-the compositions):
+The spec (issue 14: asynchronous metadata) is more abstract than the refimpl in a few
+places -- A3 a fetch round copies the leader's whole log, A4 the surviving part of the
+unflushed log is chosen at restart, A6 one controller, A8 registration and unfencing in one
+step with the broker caught up, A10 metadata delivered "jump to latest", A11 the topic's min
+ISR travels with the partition state in the metadata, A12 a new leader serves the
+consumer-visible prefix it holds.  Where one
+spec step is carried out by several refimpl steps, the ELR adapter runs them in one simulator
+event, synchronously, and the simulator writes one trace line for them
+(refimpl/elr/adapter.py; docs/refimpl-elr.md lists the compositions):
 
-    FollowerFetch    SendFetch, HandleFetch(Diverging), TruncateLog, HandleFetchResponse and
-                     the follower's next fetch (the leader learns its log end: HWM, acks)
-    ShrinkIsr        the leader's ShrinkIsr, the controller's HandleAlterPartition, metadata
+    FollowerFetch    SendFetch, HandleFetch(Diverging) + TruncateLog (repeated until the logs
+                     match), HandleFetch (the leader learns the follower's matching log end:
+                     HWM, acks), HandleFetchResponse (the copy)
     RestartBroker    BrokerStart (log recovery), HandleBrokerRegistration (unfenced at once),
-                     BrokerRegistered, metadata
-    CleanShutdown    the broker's CleanShutdown, the controller's ControlledShutdown, metadata,
-                     and the broker's stop
-    every controller step: the metadata it publishes, applied by every running broker (A1)
+                     BrokerRegistered (with the current metadata)
+    CleanShutdown    the broker's CleanShutdown, the controller's ControlledShutdown, and the
+                     broker's stop
+    UnfenceBroker    the controller's UnfenceBroker and the broker installing the answer's
+                     metadata
 
-Inside such an event a few refimpl steps are spec steps of their own (`boundary`): the
-leader's ProposeIsrExpand after the fetch that caught the follower up, the controller's
+Every other message -- PartitionMetadata (ReceiveMetadata at its delivery), AlterPartition
+requests (HandleAlterPartition at the controller) and responses (HandleAlterPartitionResponse
+at the leader), produce requests -- travels the simulated network.  The AlterPartition channel
+is the spec's one slot per broker (`alter_partition_slot`: never lost nor duplicated, one
+request at a time, a request outlives its sender's restart).
+
+Inside an event a few refimpl steps are spec steps of their own (`boundary`): the leader's
+ProposeIsrExpand after the fetch that caught the follower up, the controller's
 GetReplicaLogInfo reply handling (SendReplicaLogInfo) and the recovery's election
-(CompleteUncleanRecovery), and the unclean leader election after the step that left the
-partition leaderless (UncleanLeaderElection).
+(CompleteUncleanRecovery), the unclean leader election after the step that left the partition
+leaderless (UncleanLeaderElection), and a broker's ReceiveMetadata from a synchronous heartbeat
+answer (FenceRunningBrokers = FALSE).
 """
 
 from __future__ import annotations
@@ -53,33 +63,39 @@ __all__ = ["VARIABLES", "NO_REPLY", "ACTION_MAP", "BOUNDARIES", "STUTTERS", "pro
 #: spec/ELR.tla VARIABLES, in its order.
 VARIABLES: tuple[str, ...] = (
     "alive", "log", "flushed", "shutdownFile",
-    "brokerEpoch", "fenced", "leader", "leaderEpoch", "isr", "elr", "lastKnownElr",
-    "lastKnownLeader", "minIsr", "replies",
-    "hwm", "pendingIsr", "pendingAcks",
+    "brokerEpoch", "fenced", "leader", "leaderEpoch", "partitionEpoch", "isr", "elr",
+    "lastKnownElr", "lastKnownLeader", "minIsr", "replies",
+    "metadata", "hwm", "pendingIsr", "pendingAcks", "followerState", "alterPartition",
     "acked", "committedLog", "uncleanShutdowns", "lostCommitted",
 )
 
 #: The disjuncts of spec/ELR.tla's Next (the action labels TLC gives its transitions).
 SPEC_ACTIONS: frozenset[str] = frozenset({
-    "Produce", "FollowerFetch", "ShrinkIsr", "ProposeIsrExpand", "CommitAlterPartition",
+    "Produce", "FollowerFetch", "ReceiveMetadata", "ShrinkIsr", "ProposeIsrExpand",
+    "HandleAlterPartition", "HandleAlterPartitionResponse",
     "FenceBroker", "UnfenceBroker", "CleanShutdown", "UncleanShutdown", "RestartBroker",
     "ChangeMinIsr", "SendReplicaLogInfo", "CompleteUncleanRecovery", "UncleanLeaderElection",
 })
 
 NO_REPLY = "NoReply"
+#: spec NoMessage: an empty AlterPartition slot.
+NO_MESSAGE = "NoMessage"
 
 #: The refimpl step leading a simulator step -> the spec action of the whole (composite) step.
 ACTION_MAP: dict[str, str] = {
     "Produce": "Produce",
     "SendFetch": "FollowerFetch",                   # the fetch round (see the module doc)
-    "ShrinkIsr": "ShrinkIsr",                       # the leader's request, committed at once
-    "ProposeIsrExpand": "ProposeIsrExpand",
-    "HandleAlterPartition": "CommitAlterPartition",  # an expansion (a shrink is ShrinkIsr's)
+    "ReceiveMetadata": "ReceiveMetadata",           # a broker installs the current state (A10)
+    "ShrinkIsr": "ShrinkIsr",                       # the leader sends its shrink request
+    "ProposeIsrExpand": "ProposeIsrExpand",         # the leader sends its expand request
+    "HandleAlterPartition": "HandleAlterPartition",  # the controller commits a request
+    "RejectAlterPartition": "HandleAlterPartition",  # ... or answers it with an error
+    "ReceiveAlterPartitionResponse": "HandleAlterPartitionResponse",
     "FenceBroker": "FenceBroker",                   # session expiry
-    "UnfenceBroker": "UnfenceBroker",
+    "UnfenceBroker": "UnfenceBroker",               # + the broker installs the metadata (A8)
     "CleanShutdown": "CleanShutdown",               # the broker's clean shutdown (composite)
     "BrokerStart": "RestartBroker",                 # the broker's start (composite)
-    "AlterMinIsr": "ChangeMinIsr",
+    "AlterMinIsr": "ChangeMinIsr",                  # + every broker sees the config (A11)
     "HandleGetReplicaLogInfoResponse": "SendReplicaLogInfo",
     "UncleanRecoveryElect": "CompleteUncleanRecovery",
     "UncleanLeaderElect": "UncleanLeaderElection",
@@ -88,15 +104,14 @@ ACTION_MAP: dict[str, str] = {
 #: Refimpl steps that are spec steps of their own when they occur inside a composite step.
 BOUNDARIES: frozenset[str] = frozenset({
     "ProposeIsrExpand", "HandleGetReplicaLogInfoResponse", "UncleanRecoveryElect",
-    "UncleanLeaderElect",
+    "UncleanLeaderElect", "ReceiveMetadata",
 })
 
 #: Refimpl steps that change no spec variable when they lead a simulator step.
 STUTTERS = frozenset({
-    "HandleBrokerHeartbeat", "SessionCheck", "RejectAlterPartition", "UncleanRecoveryTimeout",
+    "HandleBrokerHeartbeat", "SessionCheck", "UncleanRecoveryTimeout",
     "RejectGetReplicaLogInfoResponse", "SendBrokerRegistration", "SendBrokerHeartbeat",
-    "BrokerRegistered", "ReceiveMetadata", "ReceiveAlterPartitionResponse", "FetchIdle",
-    "IsrCheckIdle", "SendAlterPartition", "RejectFetch", "RejectProduce",
+    "BrokerRegistered", "FetchIdle", "IsrCheckIdle", "RejectFetch", "RejectProduce",
     "SendGetReplicaLogInfoResponse", "SendProduce", "SendAlterMinIsr", "ProduceFailed",
     "ProduceAcked", "ControllerStart", "ClientStart", "CheckpointHighWatermark",
     "HandleBrokerRegistration", "ControlledShutdown", "HandleFetch", "HandleFetchDiverging",
@@ -106,11 +121,6 @@ STUTTERS = frozenset({
 
 def spec_action(step: str, params: dict | None = None) -> str:
     """The spec action of a simulator step led by refimpl step `step` (with its params)."""
-    params = params or {}
-    if step == "HandleAlterPartition":
-        if params.get("duplicate"):
-            return "Stutter"
-        return "ShrinkIsr" if params.get("shrink") else "CommitAlterPartition"
     if step in ACTION_MAP:
         return ACTION_MAP[step]
     if step in STUTTERS:
@@ -138,7 +148,7 @@ def network_action(generic: str) -> str:
 
 
 def model_values(config: ElrConfig) -> tuple[str, ...]:
-    return tuple(config.brokers) + tuple(config.values) + (NO_LEADER, NO_REPLY)
+    return tuple(config.brokers) + tuple(config.values) + (NO_LEADER, NO_REPLY, NO_MESSAGE)
 
 
 def _record(e: LogEntry) -> Fn:
@@ -165,6 +175,45 @@ def still_missing(lost: frozenset, log: tuple) -> frozenset:
     return frozenset((o, e) for o, e in lost if not (o < len(log) and log[o] == e))
 
 
+def holds(log: tuple, e: tuple) -> bool:
+    """spec HoldsRecord for a 0-based (offset, entry) pair."""
+    o, entry = e
+    return o < len(log) and log[o] == entry
+
+
+def reported_leo(world, leader: str, f: str) -> int:
+    """spec followerState[leader][f].leo: what `leader`, acting as leader, learned of f's log
+    end from f's last fetch (0 when unknown)."""
+    st = world.states[leader]
+    if leader == f or not world.up.get(leader, False) or not st.is_leader:
+        return 0
+    p = st.progress().get(f)
+    return p.log_end_offset if p is not None else 0
+
+
+def acked_entries(world, brokers) -> frozenset:
+    """spec acked as 0-based (offset, entry) pairs: every acks=all acknowledgement sent."""
+    out: set = set()
+    for b in brokers:
+        out |= {(o - 1, e) for o, e in world.disks[b].get("ghost_acked", frozenset())}
+    return frozenset(out)
+
+
+def fetch_key(world, brokers, acked: frozenset) -> tuple:
+    """What a spec FollowerFetch step must change (log, followerState, hwm, acked,
+    pendingAcks): a fetch round that changes none of it is no spec step."""
+    parts = []
+    for b in brokers:
+        st = world.states[b]
+        acting = world.up.get(b, False) and st.is_leader
+        parts.append((st.log.entries,
+                      tuple((f, x.log_end_offset, x.broker_epoch) for f, x in st.followers)
+                      if acting else (),
+                      st.hwm if acting else 0,
+                      st.pending_acks if world.up.get(b, False) else ()))
+    return (tuple(parts), acked)
+
+
 def acting_leader(config: ElrConfig, world) -> Any:
     """The state of the controller's leader if it acts as the leader of the current leader
     epoch (up or, for a crashed one, when it crashed), else None."""
@@ -175,25 +224,66 @@ def acting_leader(config: ElrConfig, world) -> Any:
     return None
 
 
-def _pending_isr(ctrl, ldr) -> frozenset:
-    """spec `pendingIsr`: the leader's proposed ISR expansion while the controller would
-    still commit it (same partition epoch and leader incarnation, every added replica
-    unfenced with the epochs the leader named); {} otherwise (spec A2: the request is
-    dropped)."""
-    if ldr is None or ldr.pending_isr is None:
-        return frozenset()
-    p = ctrl.partition
-    md = ldr.metadata
-    reg = ctrl.registration(ldr.broker_id)
-    added = ldr.pending_isr - p.isr
-    if not added or md.partition_epoch != p.partition_epoch or reg is None or \
-            reg.broker_epoch != ldr.broker_epoch:
-        return frozenset()
-    for r in added:
-        x = ctrl.registration(r)
-        if x is None or x.fenced or md.live(r) != (r, x.broker_epoch, x.fence_epoch):
-            return frozenset()
-    return frozenset(ldr.pending_isr)
+def empty_view(config: ElrConfig) -> Fn:
+    """spec EmptyView: a down broker's metadata cache, an error response's partition."""
+    return Fn({"leader": NO_LEADER, "leaderEpoch": 1, "partitionEpoch": 0,
+               "isr": frozenset(), "elr": frozenset(), "minIsr": config.min_isr})
+#: spec Unknown: what a leader knows of a follower that has not fetched from it.
+UNKNOWN_FOLLOWER = Fn({"leo": 0, "brokerEpoch": 0})
+
+
+def view(md) -> Fn:
+    """A PartitionMetadata as the spec's View record."""
+    return Fn({"leader": md.leader, "leaderEpoch": md.leader_epoch,
+               "partitionEpoch": md.partition_epoch, "isr": frozenset(md.isr),
+               "elr": frozenset(md.elr), "minIsr": md.topic_min_isr})
+
+
+def alter_partition_slot(config: ElrConfig, world, b: str):
+    """spec alterPartition[b]: broker b's AlterPartition request in flight (it outlives its
+    sender's restart), or the controller's answer to b's running incarnation, or None."""
+    for env, _ in world.in_flight.values():
+        m = env.payload
+        if type(m).__name__ == "AlterPartitionRequest" and env.src == b:
+            return m
+        if type(m).__name__ == "AlterPartitionResponse" and env.dst == b and \
+                world.up.get(b, False) and world.states[b].broker_epoch == m.broker_epoch:
+            return m
+    return None
+
+
+def alter_partition_value(config: ElrConfig, m) -> Any:
+    if m is None:
+        return NO_MESSAGE
+    if type(m).__name__ == "AlterPartitionRequest":
+        named = dict(m.broker_epochs)
+        return Fn({"type": "Request", "leaderEpoch": m.leader_epoch,
+                   "partitionEpoch": m.partition_epoch, "isr": frozenset(m.new_isr),
+                   "brokerEpochs": Fn({x: named.get(x, 0) for x in config.brokers})})
+    return Fn({"type": "Response", "error": m.error,
+               "partition": view(m.metadata) if m.error == "NONE" and m.metadata is not None
+               else empty_view(config)})
+
+
+def _acting(v, b: str):
+    """b's state when it runs and its own view names it leader (spec ActsAsLeader), else
+    None."""
+    st = v.w.states[b]
+    return st if v.w.up.get(b, False) and st.is_leader else None
+
+
+def _metadata(v, b: str) -> Fn:
+    st = v.w.states[b]
+    if not v.w.up.get(b, False) or st.metadata is None:
+        return empty_view(v.c)
+    return view(st.metadata)
+
+
+def _follower_state(v, l: str) -> Fn:
+    st = _acting(v, l)
+    prog = st.progress() if st is not None else {}
+    return Fn({f: Fn({"leo": prog[f].log_end_offset, "brokerEpoch": prog[f].broker_epoch})
+               if f in prog and f != l else UNKNOWN_FOLLOWER for f in v.brokers})
 
 
 class _View:
@@ -206,9 +296,6 @@ class _View:
         self.ctrl = world.states[config.controller]
         self.p = self.ctrl.partition
         self.disks = world.disks
-        self.ldr = acting_leader(config, world)
-        self.live = self.ldr if self.ldr is not None and \
-            world.up.get(self.ldr.broker_id, False) else None
         self.committed = world.history.get("committed", ())
 
     def regs(self) -> dict:
@@ -240,6 +327,7 @@ _PROJECTION: dict[str, Any] = {
     "fenced": lambda v: _fn(v, lambda b, r=v.regs(): r[b].fenced if b in r else True),
     "leader": lambda v: v.p.leader,
     "leaderEpoch": lambda v: v.p.leader_epoch,
+    "partitionEpoch": lambda v: v.p.partition_epoch,
     "isr": lambda v: frozenset(v.p.isr),
     "elr": lambda v: frozenset(v.p.elr),
     "lastKnownElr": lambda v: frozenset(v.p.last_known_elr),
@@ -247,16 +335,21 @@ _PROJECTION: dict[str, Any] = {
     "minIsr": lambda v: v.ctrl.min_isr,
     "replies": lambda v: _fn(v, lambda b: _reply(v.ctrl.reply(b)) if v.ctrl.reply(b)
                              else NO_REPLY),
-    "hwm": lambda v: len(v.committed),
-    "pendingIsr": lambda v: _pending_isr(v.ctrl, v.ldr),
-    "pendingAcks": lambda v: frozenset(a.offset + 1 for a in v.live.pending_acks)
-    if v.live else frozenset(),
+    "metadata": lambda v: _fn(v, lambda b: _metadata(v, b)),
+    "hwm": lambda v: _fn(v, lambda b: _acting(v, b).hwm if _acting(v, b) else 0),
+    "pendingIsr": lambda v: _fn(v, lambda b: frozenset(v.w.states[b].pending_isr or ())
+                                if v.w.up.get(b, False) else frozenset()),
+    "pendingAcks": lambda v: _fn(v, lambda b: frozenset(a.offset + 1 for a in
+                                                        v.w.states[b].pending_acks)
+                                 if v.w.up.get(b, False) else frozenset()),
+    "followerState": lambda v: _fn(v, lambda b: _follower_state(v, b)),
+    "alterPartition": lambda v: _fn(v, lambda b: alter_partition_value(
+        v.c, alter_partition_slot(v.c, v.w, b))),
     "acked": _acked,
     "committedLog": lambda v: tuple(_record(e) for e in v.committed),
     "uncleanShutdowns": lambda v: sum(v.disk("ghost_unclean_shutdowns", 0)),
     "lostCommitted": lambda v: _fn(v, lambda b: frozenset(
-        (o + 1, _record(e)) for o, e in still_missing(
-            v.disks[b].get("ghost_lost_committed", frozenset()), v.w.states[b].log.entries))),
+        (o + 1, _record(e)) for o, e in v.disks[b].get("ghost_lost_committed", frozenset()))),
 }
 assert tuple(_PROJECTION) == VARIABLES
 
@@ -284,21 +377,31 @@ _SOURCES: dict[str, Any] = {
     "fenced": lambda v: (v.ctrl.registrations,),
     "leader": lambda v: (v.p,),
     "leaderEpoch": lambda v: (v.p,),
+    "partitionEpoch": lambda v: (v.p,),
     "isr": lambda v: (v.p,),
     "elr": lambda v: (v.p,),
     "lastKnownElr": lambda v: (v.p,),
     "lastKnownLeader": lambda v: (v.p,),
     "minIsr": lambda v: (v.ctrl.min_isr,),
     "replies": lambda v: (v.ctrl.replies,),
-    "hwm": lambda v: (v.committed,),
-    "pendingIsr": lambda v: (v.p, v.ctrl.registrations, v.ldr),
-    "pendingAcks": lambda v: (v.live,),
     "acked": lambda v: v.disk("ghost_acked"),
     "uncleanShutdowns": lambda v: v.disk("ghost_unclean_shutdowns", 0),
-    "lostCommitted": lambda v: v.disk("ghost_lost_committed") + tuple(
-        v.w.states[b].log for b in v.brokers),
+    "metadata": lambda v: _broker_sources(v),
+    "hwm": lambda v: _broker_sources(v),
+    "pendingIsr": lambda v: _broker_sources(v),
+    "pendingAcks": lambda v: _broker_sources(v),
+    "followerState": lambda v: _broker_sources(v),
+    "alterPartition": lambda v: _broker_sources(v) + tuple(
+        alter_partition_slot(v.c, v.w, b) for b in v.brokers),
+    "lostCommitted": lambda v: v.disk("ghost_lost_committed"),
 }
 _SCALARS = (int, bool, str, type(None))
+
+
+def _broker_sources(v: _View) -> tuple:
+    """The brokers' (immutable) states and whether they run."""
+    return tuple(v.w.states[b] for b in v.brokers) + tuple(bool(v.w.up.get(b, False))
+                                                          for b in v.brokers)
 
 
 def _same(a: tuple, b: tuple) -> bool:
@@ -329,6 +432,9 @@ class StateEncoder:
                     b, world.states[b].log.entries) for b in self._brokers]) + "}"
             elif k == "committedLog":
                 txt = self._logjson.log("", v.committed)
+            elif k not in _SOURCES:
+                txt = json.dumps(to_itf(_PROJECTION[k](v)), sort_keys=True,
+                                 separators=(",", ":"))
             else:
                 src = _SOURCES[k](v)
                 hit = self._cache.get(k)

@@ -109,6 +109,7 @@ class ElrConfig:
     max_unclean_shutdowns: int | None = None
     max_leader_epoch: int | None = None     # bounded mode: MaxLeaderEpoch
     max_broker_epoch: int | None = None     # bounded mode: MaxBrokerEpoch
+    max_partition_epoch: int | None = None  # bounded mode: MaxPartitionEpoch
     # "spec": spec/ELR.tla's abstraction A7 -- the producer asks for acks=all and falls back
     # to acks=1 when the leader's ISR is below min ISR (the leader decides, see
     # messages.ACKS_ALL_OR_ONE); "mixed": acks=all or acks=1 at random (acks=1 records while

@@ -236,6 +236,13 @@ class ProtocolAdapter(ABC):
     def bind(self, world: World) -> None:
         """Called once, before the first step, with the World the run updates in place."""
 
+    def reliable(self, env: Envelope) -> bool:
+        """A message the network never loses nor duplicates (a spec channel with one slot):
+        a cut link or a receiver whose handler returns None holds it back until it can be
+        taken; it is dropped only when its receiver is down.  Asked when it is sent and at
+        each delivery attempt.  Default: none."""
+        return False
+
     def use_profile(self, profile: Any) -> None:
         """Called once by the simulator with the run's fault profile (refimpl.sim.faults), for
         schedule choices the adapter makes itself (KIP-966: asynchronous GetReplicaLogInfo)."""

@@ -188,7 +188,7 @@ class Simulator:
         net = self.net
         mid = net.add(env)
         self._push(self.now + net.latency(), _DELIVER, mid)
-        if net.should_duplicate():
+        if not self.a.reliable(env) and net.should_duplicate():
             self._push(self.now + net.latency(), _DUPLICATE, mid)
 
     def _take(self, node: str, t: Transition, env: Envelope | None = None,
@@ -450,6 +450,16 @@ class Simulator:
             return False
         env = entry[0]
         dst = env.dst
+        if self.a.reliable(env) and self.up.get(dst):
+            # A reliable message (the adapter's one-slot channels) is never lost: a cut link
+            # or a receiver that cannot take it yet holds it back (it is tried again later).
+            if not self.net.is_blocked(env.src, dst):
+                t = self.a.deliver(dst, self.states[dst], env, self.now)
+                if t is not None and self._fits(t, consumed=1):
+                    self.net.remove(mid)
+                    return self._take(dst, t, env)
+            self._push(self.now + _RETRY_MS, _DELIVER, mid)
+            return False
         if self.up.get(dst) and not self.net.is_blocked(env.src, dst) and not self.net.lost():
             t = self.a.deliver(dst, self.states[dst], env, self.now)
             if t is not None and self._fits(t, consumed=1):
