@@ -166,3 +166,13 @@ def test_successor_backoff_formula(pos, expected):
 def test_election_backoff_is_exponential_and_bounded():
     assert [rules.election_backoff_max(r, 20, 1000) for r in (1, 2, 3, 6, 7, 20)] == \
         [20, 40, 80, 640, 1000, 1000]
+
+
+def test_follower_end_offset_is_the_specs_never_decreasing_max():
+    # spec/KRaft.tla HandleFetchRequest: Max(@, IF valid THEN fetchOffset ELSE 0)
+    from refimpl.kraft.rules import follower_end_offset
+    assert follower_end_offset(-1, 3, True) == 3         # first Fetch: the endorsement
+    assert follower_end_offset(-1, 3, False) == 0        # a diverging Fetch still endorses
+    assert follower_end_offset(5, 3, True) == 5          # a stale / duplicated Fetch
+    assert follower_end_offset(2, 4, True) == 4
+    assert follower_end_offset(2, 4, False) == 2

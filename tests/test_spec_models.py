@@ -47,7 +47,9 @@ def test_bug_config_is_caught_by_its_invariant(entry, tlc_toolchain):
 @pytest.mark.tlc
 @pytest.mark.parametrize("entry", _params("deep", marks=[pytest.mark.deep]))
 def test_deep_config(entry, tlc_toolchain):
-    _check(entry)
+    r = _check(entry)
+    if entry.expect == "ok" and entry.mode == "bfs" and entry.distinct_states is not None:
+        assert (r.distinct_states, r.depth) == (entry.distinct_states, entry.depth)
 
 
 def test_each_spec_has_ci_and_bug_configs():

@@ -138,7 +138,6 @@ class KRaftAdapter(ProtocolAdapter):
                            for n in self._nodes}
         self.history = sm.History(self.cluster_of)
         self.world: World | None = None
-        self._wiped_epoch: dict[str, int] = {}   # wiped, not yet restarted -> epoch it knew
         self._catch_up_target: tuple | None = None  # (leader, epoch, HWM) replicas must reach
         self._pending: frozenset = frozenset()  # client records held when the faults stopped
 
@@ -183,7 +182,6 @@ class KRaftAdapter(ProtocolAdapter):
 
     def init(self):
         self._counter = 0
-        self._wiped_epoch = {}
         self._catch_up_target = None
         self.history = sm.History(self.cluster_of)
         self._encoder = sm.StateEncoder(self._nodes, self.bounds.voters)
@@ -235,51 +233,41 @@ class KRaftAdapter(ProtocolAdapter):
     def lose_disk(self, node: str, disk: dict[str, Any]) -> dict[str, Any]:
         """The log and the quorum-state file are gone; the operator re-formats the storage
         with the cluster's id (meta.properties), as `kafka-storage format` would."""
-        self._wiped_epoch[node] = self.world.states[node].epoch
         cid = disk.get(META_PROPERTIES, self.cluster_of.get(node))
         return {META_PROPERTIES: cid} if cid is not None else {}
 
     def restart_after_disk_loss(self, node: str, disk: Mapping[str, Any], now_ms: int) -> Transition:
-        self._wiped_epoch.pop(node, None)
         t = self.node.restart(node, disk, action="LoseDisk")
         timers = tuple(x for x in t.timers
                        if not isinstance(x, SetTimer) or self._timer_allowed(node, x.name))
         return self._named(replace(t, timers=timers))
 
-    def disk_loss_allowed(self, node: str) -> bool:
-        """The disk-loss discipline of Kafka's canRecoverFromSingleNodeCommittedDataLoss: wipe
-        a replica only when the other voters alone still hold every committed record on a
-        majority (so the loss takes no committed record below a majority: the spec's
-        NoCommittedRecordLost keeps holding).  KIP-595 itself cannot protect more: a replica
-        with empty state "can lead to correctness violations" ("Cluster Bootstrapping")."""
-        w = self.world
-        if w.states[node].role is Role.SHUTDOWN:
-            return False
-        voters = self.bounds.voters
-        others = [w.states[v].log for v in voters if v != node]
-        for k, (rec, _) in enumerate(self.history.ghost_committed):
-            held = sum(1 for log in others if len(log) > k and log[k] == rec)
-            if not holds_majority(held, len(voters)):
-                return False
-        return True
-
     def rejoin_allowed(self, node: str) -> bool:
-        """A wiped replica starts again only once the others have moved on (Kafka's test
-        restarts it after "a new leader is elected", hasConsistentLeader): every other voter
-        is up and a majority follows one leader of an epoch no older than any the wiped
-        replica knew (so no candidate of such an epoch is left), and
-        no Vote request addressed to it is still in flight.  Then it cannot vote again in an
-        epoch it voted in before its disk was lost (NoDoubleVote) and learns the leader at its
-        first Fetch."""
+        """May the fault profile's disk loss of the stopped `node` take effect now (the node
+        restarts empty)?  spec/KRaftHistory.tla's MayLoseDisk under "AfterNewLeaderCommitted",
+        the discipline of Kafka's canRecoverFromSingleNodeCommittedDataLoss ("we lose no
+        committed data as long as a new leader is elected before the failed node is
+        restarted"): a voter l other than `node` leads an epoch `node` never reached, every
+        other replica is up, in that epoch and follows l, and l's high watermark has passed a
+        record of its epoch (KIP-595 "Extra condition on commitment": l's log up to there is
+        on a majority, none of which is `node`).  Then no leader holds an end offset recorded
+        for `node` before the loss (a leader records offsets only in its own epoch: stale
+        ones would count records the empty replica no longer has), and, with no Vote request
+        to it in flight, it cannot vote again in an epoch it voted in (NoDoubleVote)."""
         w = self.world
-        old = self._wiped_epoch.get(node, 0)
-        leader = self._stable_leader(w, exclude=node)
-        if leader is None or w.states[leader].epoch < old:
-            return False
-        if not all(w.up[v] for v in self.bounds.voters if v != node):
-            return False
-        return not any(env.dst == node and isinstance(env.payload, VoteRequest)
-                       for env, _ in w.in_flight.values())
+        reached = w.states[node].epoch          # a stopped node's state is the one it stopped in
+        for l in self.bounds.voters:
+            ls = w.states[l]
+            if l == node or not w.up[l] or ls.role is not Role.LEADER or ls.epoch <= reached:
+                continue
+            if not all(w.up[v] and w.states[v].epoch == ls.epoch and w.states[v].leader_id == l
+                       for v in self._nodes if v != node):
+                continue
+            hwm = ls.high_watermark
+            if hwm > 0 and ls.log[hwm - 1].epoch == ls.epoch:
+                return not any(env.dst == node and isinstance(env.payload, VoteRequest)
+                               for env, _ in w.in_flight.values())
+        return False
 
     # ---- liveness
     def _stable_leader(self, w: World, exclude: str | None = None) -> str | None:

@@ -573,7 +573,7 @@ class KRaftNode:
         timers: tuple = ()
         if src in self._voters(s):                                                  # step 4
             feo = s.follower_end_offset
-            off = max(feo.get(src, -1), m.fetch_offset if valid else 0)
+            off = rules.follower_end_offset(feo.get(src, -1), m.fetch_offset, valid)
             window, progressed = rules.record_fetch(s.fetched_since_check, s.node_id, src,
                                                     self._voters(s))
             if progressed:  # a majority fetched: the leader progress timer restarts

@@ -353,7 +353,8 @@ class ReassignNode(KRaftNode):
             return t
         if src in (target_from_log(new.log) or ()):
             feo = new.follower_end_offset
-            off = max(feo.get(src, -1), m.fetch_offset if r.diverging_epoch is None else 0)
+            off = rules.follower_end_offset(feo.get(src, -1), m.fetch_offset,
+                                            r.diverging_epoch is None)
             if off != feo.get(src, -1):
                 t = dataclasses.replace(t, state=replace(new, follower_end_offset=feo.set(src, off)))
         was_voter = src in self.voters or any(

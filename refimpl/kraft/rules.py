@@ -3,6 +3,7 @@
 * `is_log_up_to_date`      KIP-595 "Vote Request Handling" (extra condition on leadership)
 * `diverging_epoch`        KIP-595 "FetchRequest Handling" step 3
 * `truncation_offset`      KIP-595 "FetchResponse Handling" step 2
+* `follower_end_offset`    KIP-595 "FetchRequest Handling" step 4: the end offset a leader records
 * `leader_high_watermark`  KIP-595 "FetchRequest Handling" step 4 + "extra condition on commitment"
 * `follower_high_watermark` KIP-595 "Key Concepts / High watermark", "FetchResponse Handling"
 * `successor_backoff_ms`   KIP-595 "EndQuorumEpoch": MIN(retryBackoffMaxMs, retryBackoffMs * 2^(N-1))
@@ -24,6 +25,7 @@ __all__ = [
     "is_log_up_to_date",
     "diverging_epoch",
     "truncation_offset",
+    "follower_end_offset",
     "leader_high_watermark",
     "follower_high_watermark",
     "successor_backoff_ms",
@@ -66,6 +68,25 @@ def truncation_offset(follower_log: Log, div_epoch: int, div_end_offset: int) ->
     """
     _, local_end = end_offset_for_epoch(follower_log, div_epoch)
     return min(div_end_offset, local_end)
+
+
+def follower_end_offset(recorded: int, fetch_offset: int, valid: bool) -> int:
+    """The end offset a leader records for a voter after its Fetch (KIP-595 "FetchRequest
+    Handling" step 4: "the leader will also update the high watermark" from the voters'
+    FetchOffsets).  spec/KRaft.tla's HandleFetchRequest: Max(@, IF valid THEN fetchOffset
+    ELSE 0), never decreasing; -1 (no endorsement yet) becomes at least 0.
+
+    Kafka's LeaderState.updateReplicaState takes each FetchOffset, even a lower one (it logs a
+    "non-monotonic update"); the refimpl keeps that figure apart (NodeState.last_fetch_offset,
+    DescribeQuorum's LogEndOffset).  The two differ only for a stale or duplicated Fetch, which
+    Kafka's one-request-per-connection fetcher does not send and the spec's network does, and
+    for a replica that lost its disk and fetches again in an epoch whose leader recorded its
+    offset before the loss.  The spec rules that out (a wiped replica rejoins only after a
+    leader of an epoch it never reached has committed: spec/KRaftHistory.tla
+    "AfterNewLeaderCommitted"); so does the simulator (refimpl/kraft/adapter.py
+    `rejoin_allowed`).  Taking each offset here would make the refimpl's followerEndOffset
+    leave the spec's state graph at every duplicated Fetch."""
+    return max(recorded, fetch_offset if valid else 0)
 
 
 def leader_high_watermark(voter_end_offsets: Iterable[int], n_voters: int,

@@ -19,15 +19,14 @@ so a wrong pair would spread; these checks say that none arises:
 
 Only the node that acted in a step changes, so each step checks the pairs that involve it.
 
-Disk loss (spec LoseDisk).  The spec checks these invariants with disk loss only when the wiped
+Disk loss (spec LoseDisk).  The spec checks these invariants with disk loss when the wiped
 replica rejoins after a new leader of an epoch it never reached has committed
-(kraft-deep-disk-loss-after-commit); the simulator lets it rejoin once a majority follows a
-leader of an epoch at least the one it had reached (refimpl/kraft/adapter.py).  So, for a
-replica that lost its disk, and for the epochs it had reached before: KnownLeaderIsLeader is not
-checked for it as the known leader (a replica still in such an epoch names it harmlessly; the
-spec checks KnownLeaderWasElected instead), and EndOffsetsAreCommonPrefixes is not checked for
-the end offset a leader of such an epoch recorded for it (the leader's never-decreasing offset
-predates the loss: docs/spec-kraft.md §9.2).
+(kraft-deep-disk-loss-after-commit), all of them but KnownLeaderIsLeader; the simulator's
+disk-loss profile follows the same rule (refimpl/kraft/adapter.py `rejoin_allowed`).  So, as
+in the spec, KnownLeaderIsLeader is not checked for a replica that lost its disk as the known
+leader of an epoch it had reached before (the spec checks KnownLeaderWasElected instead).
+EndOffsetsAreCommonPrefixes is checked everywhere: no leader that recorded an end offset for
+the replica before the loss is left when it rejoins.
 """
 
 from __future__ import annotations
@@ -121,12 +120,12 @@ class ViewMonitor:
         # EndOffsetsAreCommonPrefixes: node as the leader, and node as a voter of a leader's epoch
         if s.role is Role.LEADER:
             for v in self.voters:
-                if v != node and states[v].epoch == s.epoch and not self._wiped_in(v, s.epoch):
+                if v != node and states[v].epoch == s.epoch:
                     bad = common_prefix_violation(s, v, states[v])
                     if bad:
                         out.append(Violation("EndOffsetsAreCommonPrefixes", bad))
                         break
-        if node in self.voters and not self._wiped_in(node, s.epoch):
+        if node in self.voters:
             for other in self.nodes:
                 o = states[other]
                 if other != node and o.role is Role.LEADER and o.epoch == s.epoch:

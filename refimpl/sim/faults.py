@@ -13,9 +13,9 @@ stale Vote / BeginQuorumEpoch / Fetch requests and responses (KIP-595) and GetRe
 replies (KIP-966 unclean recovery) arrive after the replica or the controller that asked has
 been fenced.  `disk-loss` restarts a replica with an empty log and quorum-state (spec action
 LoseDisk), as Kafka's RaftEventSimulationTest.canRecoverFromSingleNodeCommittedDataLoss does:
-one replica at a time, only while the other voters hold every committed record on a majority,
-and the wiped replica rejoins only after the others have elected a leader of a later epoch
-(the protocol cannot protect more than that; see docs/refimpl.md).  Neither is in `chaos`,
+one replica at a time; the loss takes effect at the replica's restart, only once the others
+follow a leader of an epoch it never reached that has committed (spec/KRaftHistory.tla's
+"AfterNewLeaderCommitted"; the protocol cannot protect more than that; see docs/refimpl.md).  Neither is in `chaos`,
 so the corpora of the older profiles keep their meaning.
 """
 

@@ -38,11 +38,12 @@ Contract (read this before implementing an adapter)
   `atomic_graceful_shutdown` a graceful shutdown and the node's stop are one step (the spec
   has one action for both); otherwise the shutdown's own step is followed by a Crash step.
 * Disk loss: if `supports_disk_loss`, a crash may lose the node's disk: `lose_disk(node, disk)`
-  returns what is left (e.g. only the formatted meta.properties) and the node later comes back
-  through `restart_after_disk_loss` (its own spec action, KRaft's LoseDisk).  A fault profile
-  only wipes a node when `disk_loss_allowed(node)` and lets it rejoin when
-  `rejoin_allowed(node)` (the discipline under which the protocol can stay safe); the scenario
-  API wipes and restarts exactly when told.
+  returns what is left (e.g. only the formatted meta.properties) and the node comes back
+  through `restart_after_disk_loss` (its own spec action, KRaft's LoseDisk).  A fault
+  profile's disk loss takes effect at the node's restart, and only when
+  `rejoin_allowed(node)` (the discipline under which the protocol can stay safe; KRaft: the
+  spec's "AfterNewLeaderCommitted"); until then the node stays down, and if the faults stop
+  first its disk survived.  The scenario API wipes and restarts exactly when told.
 * Liveness: `has_leader(world)` (the quorum works: a leader a majority follows) and
   `recovered(world)` (a leader is elected and every replica's HWM reached the leader's) let the
   simulator measure leaderless time and check, once the faults stop, that the system recovers
@@ -287,12 +288,9 @@ class ProtocolAdapter(ABC):
         """The disk after it was lost and the node re-formatted (`supports_disk_loss`)."""
         return {}
 
-    def disk_loss_allowed(self, node: str) -> bool:
-        """May a fault profile wipe `node` now (the world is the one given to `bind`)?"""
-        return self.supports_disk_loss
-
     def rejoin_allowed(self, node: str) -> bool:
-        """May `node`, wiped by a fault profile, start again now?"""
+        """May the stopped `node`, whose disk a fault profile lost, start again now, empty
+        (the world is the one given to `bind`)?"""
         return True
 
     def restart_after_disk_loss(self, node: str, disk: Mapping[str, Any],

@@ -139,7 +139,10 @@ class Simulator:
         self.liveness_bound_ms = liveness_bound_ms
         self.stop_when_recovered = stop_when_recovered
         self._faults_on = True
-        self._lost_disk: dict[str, bool] = {}  # wiped nodes not yet restarted -> rejoin guarded
+        # stopped nodes whose disk is lost: True = the fault profile's (the loss takes effect
+        # at the restart, under the adapter's `rejoin_allowed`), False = a scenario `wipe`
+        # (already wiped; restarts when the scenario says)
+        self._lost_disk: dict[str, bool] = {}
         # leaderless time measured (when the adapter supports it): by default in liveness runs
         self._measure = faults_until_ms is not None if measure_leaderless is None \
             else measure_leaderless
@@ -535,8 +538,8 @@ class Simulator:
         kind = self.a.crash_kind(node, kind)
         if kind is None:
             return False
-        if kind == "disk-loss" and (self._lost_disk or not self.a.disk_loss_allowed(node)):
-            kind = "crash"   # one wiped node at a time, and only when the quorum can take it
+        if kind == "disk-loss" and self._lost_disk:
+            kind = "crash"   # one wiped node at a time
         self.stats.restarts += 1
         if kind == "graceful":
             t = self.a.graceful_shutdown(node, self.states[node], self.now)
@@ -550,7 +553,9 @@ class Simulator:
         elif kind == "unclean":
             self.disks[node] = self.a.unclean_shutdown(node, dict(self.disks[node]), self.rng)
         elif kind == "disk-loss":
-            self.disks[node] = self.a.lose_disk(node, dict(self.disks[node]))
+            # the disk is found lost when the node starts again (the spec's LoseDisk is one
+            # atomic crash-and-restart step); until then it is a stopped node like any other
+            self.disks[node] = self.a.plain_crash(node, self.disks[node])
             self._lost_disk[node] = True
         else:
             self.disks[node] = self.a.plain_crash(node, self.disks[node])
@@ -570,12 +575,19 @@ class Simulator:
     def _on_restart(self, node: str, _y) -> bool:
         if self.up[node] or node in self._permanently_down:
             return False
-        if node in self._lost_disk:
-            if self._lost_disk[node] and not self.a.rejoin_allowed(node):
+        if self._lost_disk.get(node) and not self.a.rejoin_allowed(node):
+            if self._faults_on:      # wait for the quorum to move on
                 self._push(self.now + _REJOIN_RETRY_MS, _RESTART, node)
                 return False
-            t = self.a.restart_after_disk_loss(node, self.disks[node], self.now)
+            # the faults stopped and it never could: the disk survived (a plain crash)
+            del self._lost_disk[node]
+        if node in self._lost_disk:
+            disk = self.disks[node]
+            if self._lost_disk[node]:
+                disk = self.a.lose_disk(node, dict(disk))
+            t = self.a.restart_after_disk_loss(node, disk, self.now)
             if t is not None:
+                self.disks[node] = disk
                 del self._lost_disk[node]
         else:
             t = self.a.restart(node, self.disks[node], self.now)
