@@ -107,7 +107,9 @@ def test_elr_last_replica_standing_diagram_from_tlc(tmp_path, tlc_toolchain):
     doc = json.loads(r.stdout)
     assert doc["violated"] == "NoAckedRecordLost" and doc["diagram"] == str(svg)
     text = svg.read_text()
-    for label in ("b1", "b2", "b3", "controller", "Fetch: records", "AlterPartition",
+    # on the asynchronous spec (issue 14) the shortest story shrinks the ISR by controlled
+    # shutdowns, not by an AlterPartition
+    for label in ("b1", "b2", "b3", "controller", "Fetch: records", "controlled shutdown",
                   "shuts down (unclean)", "NoAckedRecordLost is violated"):
         assert label in text, label
     (tmp_path / "r.json").write_text(r.stdout)
