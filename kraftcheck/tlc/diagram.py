@@ -218,10 +218,8 @@ def _elr_chart(name: str, steps: list[dict], violated: str | None) -> Chart:
             for b in moved:
                 if leader in brokers:
                     chart.arrows.append(Arrow(leader, b, row, row, "Fetch: records"))
-        elif action in ("ShrinkIsr", "ProposeIsrExpand", "CommitAlterPartition",
-                        # the asynchronous model (issue 14): the request is sent, then handled
-                        "ShrinkIsrStep", "ProposeIsrExpandStep", "HandleAlterPartition",
-                        "HandleAlterPartitionStep") \
+        elif action.removesuffix("Step") in ("ShrinkIsr", "ProposeIsrExpand",
+                                             "CommitAlterPartition", "HandleAlterPartition") \
                 and leader in brokers:
             chart.arrows.append(Arrow(leader, CONTROLLER, row, row, "AlterPartition"))
         elif action in ("CleanShutdown", "RestartBroker", "SendReplicaLogInfo",
