@@ -89,6 +89,13 @@ SecondSlotForEndQuorumEpoch ==
     \/ K!NumInFlight <= 1
     \/ \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochRequest"
 
+\* Witness bound (reassign-ci-witness-cancel): of the observers only one
+\* (CHOOSE) sends or receives messages, the others stay idle.  A bound: it
+\* only removes behaviours.  Not symmetric: no SYMMETRY with it.
+OneObserverActive ==
+    LET o == CHOOSE x \in Observers : TRUE
+    IN  \A m \in BagToSet(msgs) : {m.src, m.dest} \cap (Observers \ {o}) = {}
+
 (***************************************************************************)
 (* Initial state of the ci reassignment configurations: a stable quorum    *)
 (* (KIP-595) before the administrator's request -- StableLeader, one of    *)
