@@ -21,10 +21,46 @@ VARIABLE resignedLeaders
 
 ResignedInStep == {i \in Server : role[i] = "Leader" /\ role'[i] = "Resigned"}
 
-\* RemovingLeaderSpec (a stable quorum led by a RemovingVoter) with the
-\* history variable.
+(***************************************************************************)
+(* Initial state: StableQuorumInit(l) a little later -- the administrator's *)
+(* request for OnlyTarget has been handled (no message in flight), and its *)
+(* TargetVoters record VoterAssignment(Voters, OnlyTarget) replicated to,  *)
+(* committed by and persisted in quorum-state at every voter (HWM 3, the   *)
+(* leader's end offsets of the others 3).  A reachable state of            *)
+(* RemovingLeaderSpec (the admin's Send and the leader's handling, then    *)
+(* two rounds of Fetch by each voter), so its behaviours are behaviours    *)
+(* of Spec; it skips the prefix reassign-ci-shrink already explores.      *)
+(***************************************************************************)
+TargetCommittedInit(l) ==
+    LET L == << BootstrapAssignment(1), [epoch |-> 1, value |-> LeaderChange],
+               VoterAssignmentRecord(1, Voters, OnlyTarget) >>
+    IN
+    /\ currentEpoch = [i \in Server |-> IF i \in Voters THEN 1 ELSE 0]
+    /\ votedId      = [i \in Server |-> IF i \in Voters THEN l ELSE Nil]
+    /\ leaderId     = [i \in Server |-> IF i \in Voters THEN l ELSE Nil]
+    /\ log          = [i \in Server |-> IF i \in Voters THEN L ELSE << >>]
+    /\ role         = [i \in Server |-> IF i = l THEN "Leader"
+                                        ELSE IF i \in Voters THEN "Follower"
+                                        ELSE "Unattached"]
+    /\ highWatermark = [i \in Server |-> IF i \in Voters THEN 3 ELSE 0]
+    /\ votesGranted  = [i \in Server |-> {}]
+    /\ votesRejected = [i \in Server |-> {}]
+    /\ followerEndOffset = [i \in Server |->
+                              [v \in Server |-> IF i = l /\ v \in Voters \ {l} THEN 3 ELSE -1]]
+    /\ fetchedSinceCheck = [i \in Server |-> {}]
+    /\ msgs          = EmptyBag
+    /\ restartCount  = 0
+    /\ ghostCommitted = [k \in 1..3 |-> [entry |-> L[k], epoch |-> 1]]
+    /\ ghostVotes    = [i \in Server |-> IF i \in Voters THEN {l} ELSE {}]
+    /\ voterSet      = [i \in Server |-> Voters]
+    /\ quorumState   = [i \in Server |-> IF i \in Voters THEN [offset |-> 3, voters |-> Voters]
+                                        ELSE [offset |-> 0, voters |-> Voters]]
+    /\ ghostLeaders  = [e \in {1} |-> {l}]
+
+\* From there, with the history variable: the leader l is the only
+\* RemovingVoter (Voters \ OnlyTarget = {l}, as in reassign-ci-shrink).
 ResignWitnessSpec ==
-    /\ StableQuorumInit(CHOOSE v \in Voters \ OnlyTarget : TRUE)
+    /\ TargetCommittedInit(CHOOSE v \in Voters \ OnlyTarget : TRUE)
     /\ resignedLeaders = {}
     /\ [][Next /\ resignedLeaders' = resignedLeaders \cup ResignedInStep]_<<allVars, resignedLeaders>>
 
