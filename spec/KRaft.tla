@@ -211,6 +211,13 @@ PassiveRole(v, l) ==
 
 NoEndOffsets == [v \in Voters |-> -1]
 
+\* The records a new leader of epoch e appends to its log l at the start of
+\* its epoch: its LeaderChange control record (KIP-595 §"Vote Response
+\* Handling" step 3).  A hook: KRaftReassign.tla substitutes KIP-642's
+\* bootstrap VoterAssignment before it when l is empty (§"Bootstrapping
+\* Procedure"); KIP-595 alone appends exactly Append(l, LeaderChange).
+EpochStartRecords(l, e) == << [epoch |-> e, value |-> LeaderChange] >>
+
 \* A request carries the sender's cached clusterId; the receiver validates it
 \* (KIP-595 §"Cluster Bootstrapping").  The model gives every replica a
 \* cached clusterId from the start (no "null" clusterId of a new broker).
@@ -343,8 +350,7 @@ BeginElection(i, e) ==
          /\ votedId'      = [votedId      EXCEPT ![i] = i]
          /\ leaderId'     = [leaderId     EXCEPT ![i] = i]
          /\ role'         = [role         EXCEPT ![i] = "Leader"]
-         /\ log'          = [log EXCEPT ![i] =
-                               Append(@, [epoch |-> e, value |-> LeaderChange])]
+         /\ log'          = [log EXCEPT ![i] = @ \o EpochStartRecords(@, e)]
          /\ votesGranted'  = [votesGranted  EXCEPT ![i] = {}]
          /\ votesRejected' = [votesRejected EXCEPT ![i] = {}]
          /\ followerEndOffset' = [followerEndOffset EXCEPT ![i] = NoEndOffsets]
@@ -363,8 +369,7 @@ BeginElection(i, e) ==
 BecomeLeader(i) ==
     /\ role'     = [role     EXCEPT ![i] = "Leader"]
     /\ leaderId' = [leaderId EXCEPT ![i] = i]
-    /\ log'      = [log EXCEPT ![i] =
-                      Append(@, [epoch |-> currentEpoch[i], value |-> LeaderChange])]
+    /\ log'      = [log EXCEPT ![i] = @ \o EpochStartRecords(@, currentEpoch[i])]
     /\ ClearCandidateAndLeaderState(i)
 
 Shutdown(i) == role' = [role EXCEPT ![i] = "Shutdown"]

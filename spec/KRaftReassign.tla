@@ -18,13 +18,14 @@
 (* of a non-voter are rules of KRaft.tla itself (reachable only once a     *)
 (* VoterAssignment record exists).                                         *)
 (*                                                                         *)
-(* Hooks.  The configurations substitute (TLC `Op <- [KRaft] Def`) four    *)
+(* Hooks.  The configurations substitute (TLC `Op <- [KRaft] Def`) five    *)
 (* KRaft.tla operators: VotersOf <- ReassignVotersOf (the in-memory voter  *)
-(* set voterSet[i]), MajorityVotersOf, VoteFromNonVoter and NoEndOffsets   *)
-(* (the leader tracks every replica's progress: domain Server).  With all  *)
-(* Bug* switches FALSE the first three are KRaft.tla's rules on every      *)
-(* reachable state: VoterSetFollowsLog checks voterSet[i] = VotersOf of    *)
-(* the log.  The bug switches of §2 of the reading guide change exactly    *)
+(* set voterSet[i]), MajorityVotersOf, VoteFromNonVoter, NoEndOffsets     *)
+(* (the leader tracks every replica's progress: domain Server) and        *)
+(* EpochStartRecords (the first leader's bootstrap VoterAssignment).      *)
+(* With all Bug* switches FALSE the first three are KRaft.tla's rules on   *)
+(* every reachable state: VoterSetFollowsLog checks voterSet[i] = VotersOf *)
+(* of the log.  The bug switches of §2 of the reading guide change exactly *)
 (* one of them (or one guard of the leader's algorithm).                   *)
 (*                                                                         *)
 (* Reading guide: docs/spec-reassignment.md.                               *)
@@ -41,7 +42,10 @@ CONSTANTS
 
 CONSTANTS
     Admin,          \* the administrator's client (AdminClient), a model value
-    TargetSets      \* the TargetVoters (replica sets) the administrator may ask for
+    TargetSets,     \* what the administrator may ask for: TargetVoters (replica
+                    \* sets), and NullReplicas where the configuration lets it cancel
+    NullReplicas    \* a model value: the request's Replicas set to null
+                    \* (§"Cancellation"); a configuration puts it in TargetSets
 
 (***************************************************************************)
 (* Reassignment rule switches: each, when TRUE, removes one rule; all      *)
@@ -98,7 +102,7 @@ allVars      == <<vars, reassignVars>>
 
 ASSUME
     /\ Admin \notin Server \cup {Nil}
-    /\ TargetSets \subseteq (SUBSET Server) \ {{}}
+    /\ \A T \in TargetSets : T = NullReplicas \/ (T \in SUBSET Server /\ T # {})
 
 (***************************************************************************)
 (*                 The hooks substituted into KRaft.tla                    *)
@@ -120,6 +124,26 @@ ReassignVoteFromNonVoter(m) == ~BugVoteForNonVoter /\ m.src \notin voterSet[m.de
 \* (§"AlterPartitionReassignments Request Handling": "the leader will begin
 \* tracking the fetch state of the target voters").
 ReassignNoEndOffsets == [v \in Server |-> -1]
+
+(***************************************************************************)
+(* §"Bootstrapping Procedure" (last paragraphs): "When a leader has been   *)
+(* elected for the first time in a cluster (i.e. if the leader's log is    *)
+(* empty), the first thing it will do is append a VoterAssignmentMessage   *)
+(* ... which will contain quorum.voters as the initial CurrentVoters.      *)
+(* Once this message has been persisted in the log, then we no longer need *)
+(* quorum.voters" ... "The leader will also append a LeaderChangeMessage". *)
+(* Both in the step that makes it leader, the VoterAssignment FIRST: a     *)
+(* Fetch may replicate the first record alone and commit it, and only the  *)
+(* draft's order makes every non-empty committed prefix hold the voters    *)
+(* (BootstrapAssignmentCommittedFirst; docs/spec-reassignment.md, "what    *)
+(* the draft leaves implicit").  TargetVoters = null: nothing is pending.  *)
+(***************************************************************************)
+BootstrapAssignment(e) == VoterAssignmentRecord(e, Voters, NoTarget)
+
+ReassignEpochStartRecords(l, e) ==
+    IF l = << >>
+    THEN << BootstrapAssignment(e), [epoch |-> e, value |-> LeaderChange] >>
+    ELSE << [epoch |-> e, value |-> LeaderChange] >>
 
 (***************************************************************************)
 (*                 Helpers: the leader's view of a reassignment            *)
@@ -297,10 +321,23 @@ SendAlterPartitionReassignments(i, T) ==
 (*  3. otherwise append VoterAssignment(CurrentVoters = the current voters,*)
 (*     TargetVoters = the request's) -- this replaces a pending target;    *)
 (*     resubmitting the current voters cancels (§"Cancellation");          *)
+(*     §"Cancellation": "If Replicas is set to null in the request, then   *)
+(*     effectively we will cancel an ongoing reassignment and leave the    *)
+(*     quorum with the current voters": NullReplicas is TargetVoters := the *)
+(*     current voters, written as step 6a's "reassignment is done" record  *)
+(*     (TargetVoters = null); with nothing pending it is step 2's check;   *)
 (*  4. "Return successfully only when the desired TargetVoters has been    *)
 (*     safely committed": the request is consumed without a response and   *)
 (*     the AdminClient retries until step 2 answers.                      *)
 (***************************************************************************)
+\* The request asks for what the leader's log already has as its latest
+\* assignment (step 2): its TargetVoters, or null for a cancellation.
+RequestInForce(i, T) ==
+    IF T = NullReplicas THEN Target(i) = NoTarget ELSE T = EffectiveTarget(i)
+
+\* The TargetVoters field of the record step 3 appends.
+RequestedTarget(T) == IF T = NullReplicas THEN NoTarget ELSE T
+
 HandleAlterRequest(m) ==
     LET i == m.dest
         T == m.targetVoters
@@ -309,16 +346,16 @@ HandleAlterRequest(m) ==
     /\ CASE role[i] # "Leader" ->
               /\ K!Reply(AlterResponse(i, T, "NOT_LEADER_OR_FOLLOWER"), m)
               /\ UNCHANGED nodeVars
-         [] T = EffectiveTarget(i) /\ LastAssignmentCommitted(i) ->
+         [] RequestInForce(i, T) /\ LastAssignmentCommitted(i) ->
               /\ K!Reply(AlterResponse(i, T, "NONE"), m)
               /\ UNCHANGED nodeVars
-         [] T = EffectiveTarget(i) ->
+         [] RequestInForce(i, T) ->
               /\ K!Discard(m)
               /\ UNCHANGED nodeVars
          [] OTHER ->
               /\ HasRoom(i)
               /\ K!Discard(m)
-              /\ AppendAssignment(i, VotersOf(i), T)
+              /\ AppendAssignment(i, VotersOf(i), RequestedTarget(T))
               /\ UNCHANGED <<currentEpoch, votedId, leaderId, role, highWatermark,
                              votesGranted, votesRejected, followerEndOffset,
                              fetchedSinceCheck>>
@@ -499,12 +536,12 @@ ReassignTypeOK ==
     /\ leaderId \in [Server -> Server \cup {Nil}]
     /\ \A i \in Server :
           \A k \in 1..Len(log[i]) : log[i][k] \in ClientOrControlRecord \cup AssignmentRecord
-    /\ \A i \in Server : Len(log[i]) <= MaxLogLength + MaxEpoch
+    /\ \A i \in Server : Len(log[i]) <= MaxLogLength + MaxEpoch + 1   \* + bootstrap record
     /\ role \in [Server -> K!Roles]
     /\ highWatermark \in [Server -> Nat]
     /\ votesGranted \in [Server -> SUBSET Server]
     /\ votesRejected \in [Server -> SUBSET Server]
-    /\ followerEndOffset \in [Server -> [Server -> -1..(MaxLogLength + MaxEpoch)]]
+    /\ followerEndOffset \in [Server -> [Server -> -1..(MaxLogLength + MaxEpoch + 1)]]
     /\ fetchedSinceCheck \in [Server -> SUBSET Server]
     /\ IsABag(msgs)
     /\ K!NumInFlight <= MaxInFlight
@@ -521,7 +558,7 @@ ReassignTypeOK ==
     /\ restartCount \in 0..MaxRestarts
     /\ ghostVotes \in [Server -> SUBSET Server]
     /\ voterSet \in [Server -> SUBSET Server]
-    /\ quorumState \in [Server -> [offset : 0..(MaxLogLength + MaxEpoch), voters : SUBSET Server]]
+    /\ quorumState \in [Server -> [offset : 0..(MaxLogLength + MaxEpoch + 1), voters : SUBSET Server]]
     /\ DOMAIN ghostLeaders \subseteq 1..MaxEpoch
     /\ \A e \in DOMAIN ghostLeaders : ghostLeaders[e] \in (SUBSET Server) \ {{}}
 
@@ -546,7 +583,17 @@ LeaderCompleteness == K!LeaderCompleteness
 HighWatermarkWithinLog == K!HighWatermarkWithinLog
 NoDoubleVote       == K!NoDoubleVote
 KnownLeadersAgree  == K!KnownLeadersAgree
-LeaderHoldsItsLeaderChange == K!LeaderHoldsItsLeaderChange
+
+\* KRaft.tla's LeaderHoldsItsLeaderChange, with the first leader's bootstrap
+\* VoterAssignment (§"Bootstrapping Procedure") the one record of its epoch
+\* allowed before its LeaderChange record.
+LeaderHoldsItsLeaderChange ==
+    \A i \in Server : role[i] = "Leader" =>
+        \E k \in 1..Len(log[i]) :
+            /\ log[i][k] = K!LeaderChangeRecord(currentEpoch[i])
+            /\ \A j \in 1..(k - 1) :
+                  \/ log[i][j].epoch < currentEpoch[i]
+                  \/ j = 1 /\ log[i][j] = BootstrapAssignment(currentEpoch[i])
 
 \* No committed record is ever lost or changed: every record ever committed
 \* is still held, at its offset, by a majority of the committed
@@ -594,15 +641,43 @@ VoterSetFollowsLog ==
         /\ quorumState[i].offset <= Len(ghostCommitted)
 
 \* §"AlterPartitionReassignments Request Handling" step 4: a successful
-\* response only once the TargetVoters it names have been committed.
+\* response only once the TargetVoters it names have been committed (for a
+\* cancellation, NullReplicas: a VoterAssignment with TargetVoters = null).
 ReassignmentAckedOnlyWhenCommitted ==
     \A m \in BagToSet(msgs) :
         (m.type = "AlterPartitionReassignmentsResponse" /\ m.error = "NONE") =>
             \/ m.targetVoters = Voters
             \/ \E k \in 1..Len(CommittedEntries) :
                   /\ IsVoterAssignment(CommittedEntries[k])
-                  /\ m.targetVoters \in {CommittedEntries[k].targetVoters,
-                                         CommittedEntries[k].currentVoters}
+                  /\ RequestedTarget(m.targetVoters) \in
+                        {CommittedEntries[k].targetVoters, CommittedEntries[k].currentVoters}
+
+(***************************************************************************)
+(* §"Bootstrapping Procedure": "Once this message has been persisted in    *)
+(* the log, then we no longer need quorum.voters and users can safely roll *)
+(* the cluster without this config."  What protects that: the first record *)
+(* ever committed is the bootstrap VoterAssignment, so every replica whose *)
+(* high watermark has passed a record holds it in its committed prefix and *)
+(* has persisted it in quorum-state (AppliedOffset > 0): a restart then    *)
+(* recovers its voters from the quorum-state file and the log, never from  *)
+(* quorum.voters.                                                          *)
+(***************************************************************************)
+BootstrapAssignmentCommittedFirst ==
+    /\ Len(ghostCommitted) > 0 =>
+          ghostCommitted[1].entry = BootstrapAssignment(ghostCommitted[1].entry.epoch)
+    /\ \A i \in Server :
+          Min(highWatermark[i], Len(log[i])) > 0 =>
+              /\ IsVoterAssignment(log[i][1])
+              /\ quorumState[i].offset > 0
+
+\* §"Reassignment Algorithm" step 6a and §"Cancellation": a VoterAssignment
+\* with TargetVoters = null (the bootstrap record, a completed or a
+\* cancelled reassignment) never changes the membership: its CurrentVoters
+\* are the voters before it ("leave the quorum with the current voters").
+ClearedTargetKeepsVoters ==
+    \A i \in Server : \A k \in 1..Len(log[i]) :
+        (IsVoterAssignment(log[i][k]) /\ log[i][k].targetVoters = NoTarget) =>
+            log[i][k].currentVoters = VoterSetOf(SubSeq(log[i], 1, k - 1), Voters)
 
 (***************************************************************************)
 (* A removed replica never counts toward a majority (action property):     *)

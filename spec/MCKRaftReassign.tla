@@ -15,9 +15,12 @@ MCClusterOf == [i \in Server |-> "cluster-A"]
 (* classes bootstrap voter / observer x in T / not in T, and so are the   *)
 (* client values.  (Admin and Nil are fixed.)  Never used with liveness.  *)
 (***************************************************************************)
+\* The replica sets among TargetSets (a cancellation, NullReplicas, aside).
+TargetReplicaSets == TargetSets \ {NullReplicas}
+
 TargetSymmetry ==
-    IF Cardinality(TargetSets) = 1 /\ TimeoutVoters = Server
-    THEN LET T == CHOOSE t \in TargetSets : TRUE
+    IF Cardinality(TargetReplicaSets) = 1 /\ TimeoutVoters = Server
+    THEN LET T == CHOOSE t \in TargetReplicaSets : TRUE
          IN  {p @@ q @@ r @@ s @@ w :
                  p \in Permutations(Voters \cap T),
                  q \in Permutations(Voters \ T),
@@ -52,8 +55,8 @@ AdminAddressesLeader ==
 (* observer x in T / not in T x timer / no timer; so are the client values.*)
 (***************************************************************************)
 TargetTimerSymmetry ==
-    IF Cardinality(TargetSets) = 1
-    THEN LET T == CHOOSE t \in TargetSets : TRUE
+    IF Cardinality(TargetReplicaSets) = 1
+    THEN LET T == CHOOSE t \in TargetReplicaSets : TRUE
              C(a, b, c) == {i \in Server : /\ (i \in Voters) = a
                                            /\ (i \in T) = b
                                            /\ (i \in TimeoutVoters) = c}
@@ -86,41 +89,52 @@ SecondSlotForEndQuorumEpoch ==
     \/ K!NumInFlight <= 1
     \/ \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochRequest"
 
+\* Witness bound (reassign-ci-witness-cancel): of the observers only one
+\* (CHOOSE) sends or receives messages, the others stay idle.  A bound: it
+\* only removes behaviours.  Not symmetric: no SYMMETRY with it.
+OneObserverActive ==
+    LET o == CHOOSE x \in Observers : TRUE
+    IN  \A m \in BagToSet(msgs) : {m.src, m.dest} \cap (Observers \ {o}) = {}
+
 (***************************************************************************)
 (* Initial state of the ci reassignment configurations: a stable quorum    *)
 (* (KIP-595) before the administrator's request -- StableLeader, one of    *)
 (* the bootstrap voters, leads epoch 1 with the votes of every voter, and  *)
-(* every voter holds and has committed its LeaderChange record; observers  *)
+(* every voter holds and has committed the first leader's records: the     *)
+(* bootstrap VoterAssignment (CurrentVoters = quorum.voters, persisted in  *)
+(* quorum-state, §"Bootstrapping Procedure") and the LeaderChange; observers *)
 (* have not fetched yet.  A reachable state of Spec (reassign-ci-grow and  *)
 (* reassign-ci-liveness check the election from the empty Init), so every  *)
 (* behaviour from it is a behaviour of Spec.  Two choices of the leader:   *)
 (* a RemovingVoter (it must remove itself last, step 6b) or a retained     *)
 (* voter (one of the single target set's).                                 *)
 (***************************************************************************)
-OnlyTarget == CHOOSE t \in TargetSets : TRUE
+OnlyTarget == CHOOSE t \in TargetReplicaSets : TRUE
 
 StableQuorumInit(l) ==
-    LET lc == [epoch |-> 1, value |-> LeaderChange]
+    LET ba == BootstrapAssignment(1)
+        lc == [epoch |-> 1, value |-> LeaderChange]
     IN
     /\ currentEpoch = [i \in Server |-> IF i \in Voters THEN 1 ELSE 0]
     /\ votedId      = [i \in Server |-> IF i \in Voters THEN l ELSE Nil]
     /\ leaderId     = [i \in Server |-> IF i \in Voters THEN l ELSE Nil]
-    /\ log          = [i \in Server |-> IF i \in Voters THEN <<lc>> ELSE << >>]
+    /\ log          = [i \in Server |-> IF i \in Voters THEN <<ba, lc>> ELSE << >>]
     /\ role         = [i \in Server |-> IF i = l THEN "Leader"
                                         ELSE IF i \in Voters THEN "Follower"
                                         ELSE "Unattached"]
-    /\ highWatermark = [i \in Server |-> IF i \in Voters THEN 1 ELSE 0]
+    /\ highWatermark = [i \in Server |-> IF i \in Voters THEN 2 ELSE 0]
     /\ votesGranted  = [i \in Server |-> {}]
     /\ votesRejected = [i \in Server |-> {}]
     /\ followerEndOffset = [i \in Server |->
-                              [v \in Server |-> IF i = l /\ v \in Voters \ {l} THEN 1 ELSE -1]]
+                              [v \in Server |-> IF i = l /\ v \in Voters \ {l} THEN 2 ELSE -1]]
     /\ fetchedSinceCheck = [i \in Server |-> {}]
     /\ msgs          = EmptyBag
     /\ restartCount  = 0
-    /\ ghostCommitted = << [entry |-> lc, epoch |-> 1] >>
+    /\ ghostCommitted = << [entry |-> ba, epoch |-> 1], [entry |-> lc, epoch |-> 1] >>
     /\ ghostVotes    = [i \in Server |-> IF i \in Voters THEN {l} ELSE {}]
     /\ voterSet      = [i \in Server |-> Voters]
-    /\ quorumState   = [i \in Server |-> [offset |-> 0, voters |-> Voters]]
+    /\ quorumState   = [i \in Server |-> IF i \in Voters THEN [offset |-> 1, voters |-> Voters]
+                                        ELSE [offset |-> 0, voters |-> Voters]]
     /\ ghostLeaders  = [e \in {1} |-> {l}]
 
 RemovingLeaderSpec ==
@@ -148,5 +162,18 @@ NoFormerLeaderToldNotFollower ==
 \* Step 5: a removed voter is told NOT_FOLLOWER.
 NoNotFollowerSent ==
     \A m \in BagToSet(msgs) : ~(m.type = "FetchResponse" /\ m.error = "NOT_FOLLOWER")
+
+\* §"Cancellation": a cancellation (Replicas = null) in the middle of a
+\* reassignment completes -- the administrator is told NONE while the
+\* committed voters are neither the bootstrap voters nor a requested
+\* target, and the latest committed assignment has TargetVoters = null with
+\* those voters (ClearedTargetKeepsVoters: the voters at the time of the
+\* cancellation).
+NoCancellationCompletedMidReassignment ==
+    \A m \in BagToSet(msgs) :
+        ~(/\ m.type = "AlterPartitionReassignmentsResponse"
+          /\ m.targetVoters = NullReplicas /\ m.error = "NONE"
+          /\ CommittedVoters \notin {Voters} \cup TargetReplicaSets
+          /\ CommittedEntries[LastAssignmentOffset(CommittedEntries)].targetVoters = NoTarget)
 
 =============================================================================

@@ -200,4 +200,43 @@ def test_single_voter_bootstrap_leads_at_once_and_commits_in_its_own_step():
     assert t.action == "Timeout" and t.state.role is Role.LEADER and t.state.high_watermark == 0
     assert has_timer(t, UPDATE_HWM)
     u = one.handle_timer(t.state, UPDATE_HWM)
-    assert u.action == "UpdateHighWatermark" and u.state.high_watermark == 1
+    assert u.action == "UpdateHighWatermark" and u.state.high_watermark == 2   # bootstrap + LC
+
+
+def test_first_leader_appends_the_bootstrap_assignment_before_its_leader_change():
+    """KIP-642 draft "Bootstrapping Procedure": the first leader (empty log) appends a
+    VoterAssignment with CurrentVoters = quorum.voters and TargetVoters null, first, then its
+    LeaderChange; once committed, quorum-state holds it (AppliedOffset 1), and a later leader
+    (non-empty log) appends only its LeaderChange."""
+    one = ReassignNode(QuorumConfig(voters=("n1",)))
+    t = one.handle_timer(one.initial_state("n1", "c"), "election")
+    first, second = t.state.log
+    assert isinstance(first.control, VoterAssignment) and first.epoch == 1
+    assert first.control.current_voters == ("n1",) and not first.control.target_voters
+    assert isinstance(second.control, LeaderChange) and t.state.epoch_start_offset == 0
+    u = one.handle_timer(t.state, UPDATE_HWM)
+    assert (u.state.qs_offset, u.state.qs_voters) == (1, ("n1",))
+    later = replace(u.state, role=Role.FOLLOWER, epoch=1, leader_id=None)
+    v = one.handle_timer(later, "election")
+    assert v.state.role is Role.LEADER and v.state.epoch == 2
+    assert v.state.log[:2] == u.state.log and len(v.state.log) == 3
+    assert isinstance(v.state.log[2].control, LeaderChange)
+
+
+def test_null_target_cancels_with_the_current_voters_and_answers_once_committed():
+    """KIP-642 draft "Cancellation": Replicas = null in the middle of (n1, n2, n3) -> (n1, n2, n4),
+    after n4 was added: the leader appends VoterAssignment(CurrentVoters = its current voters,
+    TargetVoters = null) and answers NONE only once that is committed; with nothing pending a
+    null request is answered at once."""
+    log = (va(1, VOTERS), lc(1), va(1, VOTERS, ("n1", "n2", "n4")),
+           va(1, ("n1", "n2", "n3", "n4"), ("n1", "n2", "n4")))
+    s = leader(log, hwm=4, epoch=1)
+    t = N.handle_message(s, "admin", AlterPartitionReassignmentsRequest(None))
+    assert not t.sends and t.state.log[-1] == va(1, ("n1", "n2", "n3", "n4"))
+    assert target_from_log(t.state.log) is None
+    waiting = N.handle_message(t.state, "admin", AlterPartitionReassignmentsRequest(None))
+    assert not waiting.sends and waiting.state.log == t.state.log
+    done = N.handle_message(replace(t.state, high_watermark=5), "admin",
+                            AlterPartitionReassignmentsRequest(None))
+    (env,) = done.sends
+    assert env.payload.error is Errors.NONE and env.payload.target_voters is None

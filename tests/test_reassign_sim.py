@@ -50,13 +50,15 @@ def test_registry_has_the_catalog():
 
 
 @pytest.mark.parametrize("bug,seed", [
-    ("reassign-before-epoch-commit", 4),
+    # seeds re-found after the workload gained the null request (draft "Cancellation") and the
+    # first leader its bootstrap record, both of which change the seeded runs
+    ("reassign-before-epoch-commit", 7),
     ("reassign-two-changes-in-flight", 0),
     ("reassign-follower-acts-on-commit", 0),
     ("reassign-persists-uncommitted", 0),
-    ("reassign-votes-for-non-voter", 24),
-    ("reassign-majority-of-target", 4),
-    ("reassign-no-revert-on-truncation", 56),
+    ("reassign-votes-for-non-voter", 0),
+    ("reassign-majority-of-target", 1),
+    ("reassign-no-revert-on-truncation", 0),
 ])
 def test_planted_bug_is_flagged_by_its_invariant(bug, seed):
     r = run(seed, bug=bug, steps=2000)

@@ -25,7 +25,7 @@ SWITCHES = {
     "d": "BugNoRevertOnTruncate", "e": "BugPersistUncommitted", "f": "BugVoteForNonVoter",
     "g": "BugMajorityOfTarget",
 }
-HOOKS = {"VotersOf", "MajorityVotersOf", "VoteFromNonVoter", "NoEndOffsets"}
+HOOKS = {"VotersOf", "MajorityVotersOf", "VoteFromNonVoter", "NoEndOffsets", "EpochStartRecords"}
 
 
 BUG_NAME = re.compile(r"reassign-(?:bug|finding)-([a-g])-")
@@ -42,7 +42,8 @@ def _bug_entries():
 
 def test_manifest_is_the_reassign_protocol():
     assert ENTRIES and {e.protocol for e in ENTRIES.values()} == {"reassign"}
-    assert {e.module for e in ENTRIES.values()} == {"spec/MCKRaftReassign.tla"}
+    assert {e.module for e in ENTRIES.values()} == {"spec/MCKRaftReassign.tla",
+                                                    "spec/MCKRaftReassignResign.tla"}
     assert {"ci", "bugs", "deep"} <= {e.profile for e in ENTRIES.values()}
 
 
@@ -63,7 +64,7 @@ def test_one_bug_config_per_rule_each_switching_only_its_rule():
 
 
 @pytest.mark.parametrize("name", sorted(ENTRIES))
-def test_every_config_substitutes_the_four_hooks(name):
+def test_every_config_substitutes_the_five_hooks(name):
     cfg = parse_cfg(ENTRIES[name].cfg_path)
     assert set(cfg.substitutions) >= HOOKS
     for hook in HOOKS:
@@ -125,3 +126,68 @@ def test_no_revert_on_truncate_counterexample(tlc_toolchain):
     assert any(s.action == "ReceiveFetchResponse" and len(s.state["log"]["n1"]) <
                len(prev.state["log"]["n1"])
                for prev, s in zip(r.counterexample, r.counterexample[1:]))
+
+
+def _cancel_witness_story(r):
+    """The administrator's null request is acknowledged while n1 and one promoted observer are
+    committed, and the last committed VoterAssignment is the cancellation: CurrentVoters those
+    two, TargetVoters null, appended by ReceiveAlterPartitionReassignmentsRequest after an
+    AddVoter."""
+    last = r.counterexample[-1].state
+    acks = [m for m in last["msgs"] if m["type"] == "AlterPartitionReassignmentsResponse"]
+    assert [(m["targetVoters"], m["error"]) for m in acks] == [("NullReplicas", "NONE")]
+    assigns = [x["entry"] for x in last["ghostCommitted"] if "currentVoters" in x["entry"]]
+    assert assigns[0]["currentVoters"] == {"n1"} and assigns[0]["targetVoters"] == set()
+    mid = assigns[-1]["currentVoters"]
+    assert len(mid) == 2 and "n1" in mid and assigns[-1]["targetVoters"] == set()
+    assert assigns[-2]["currentVoters"] == mid and assigns[-2]["targetVoters"] == {"n1", "n2", "n3"}
+    actions = [s.action for s in r.counterexample]
+    first_add = actions.index("AddVoter")
+    assert "ReceiveAlterPartitionReassignmentsRequest" in actions[first_add:]
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_cancellation_witness_counterexample(tlc_toolchain):
+    """KIP-642 §"Cancellation": a null request in the middle of {n1} -> {n1, n2, n3}, after an
+    observer's promotion, completes with CurrentVoters = the voters at that time."""
+    r = run_config(ENTRIES["reassign-ci-witness-cancel"])
+    assert r.violated == "NoCancellationCompletedMidReassignment"
+    _cancel_witness_story(r)
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_resigned_leader_removed_by_the_next_leader_in_one_behaviour(tlc_toolchain):
+    """Step 6b then step 5 in ONE behaviour: n1, the last RemovingVoter, resigns (it stays a
+    voter), n2 leads epoch 2, removes n1 and answers its Fetch with NOT_FOLLOWER.  (The steps
+    of ResignWitnessSpec are unnamed in TLC's trace, its Next being Next /\\ the history
+    update: the story is read from the states.)"""
+    r = run_config(ENTRIES["reassign-ci-witness-resigned-leader-removed"])
+    assert r.violated == "NoResignedLeaderToldNotFollower"
+    states = [s.state for s in r.counterexample]
+    resign = next(k for k in range(1, len(states))
+                  if states[k - 1]["role"]["n1"] == "Leader" and states[k]["role"]["n1"] == "Resigned")
+    assert states[resign]["resignedLeaders"] == {"n1"}
+    assert states[resign]["voterSet"]["n1"] == {"n1", "n2", "n3"}   # it stays a voter
+
+    def removed_n1(st):
+        last = st["log"]["n2"][-1]
+        return "currentVoters" in last and last["currentVoters"] == {"n2", "n3"}
+    remove = next(k for k in range(len(states)) if removed_n1(states[k]))
+    assert resign < remove and states[remove]["role"]["n2"] == "Leader"
+    assert states[remove]["currentEpoch"]["n2"] == 2
+    last = states[-1]
+    assert any(m["type"] == "FetchResponse" and m["error"] == "NOT_FOLLOWER" and m["dest"] == "n1"
+               and m["src"] == "n2" for m in last["msgs"])
+    assert last["voterSet"]["n2"] == {"n2", "n3"}
+
+
+def test_bootstrap_record_is_only_in_the_reassignment_module():
+    """KIP-642 §"Bootstrapping Procedure": the first leader's VoterAssignment is substituted
+    into KRaft.tla by the reassignment configs only; KRaft.tla's own hook appends exactly the
+    LeaderChange record, so the KIP-595 configs are unchanged."""
+    kraft = (REPO / "spec" / "KRaft.tla").read_text(encoding="utf-8")
+    assert "EpochStartRecords(l, e) == << [epoch |-> e, value |-> LeaderChange] >>" in kraft
+    for path in (REPO / "tlc_configs").glob("kraft-*.cfg"):
+        assert "EpochStartRecords" not in path.read_text(encoding="utf-8"), path.name

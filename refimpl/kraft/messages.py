@@ -128,15 +128,16 @@ class DescribeQuorumResponse:
 @dataclass(frozen=True)
 class AlterPartitionReassignmentsRequest:
     """KIP-642 draft "AlterPartitionReassignments" (the early revision's AlterQuorum), sent by
-    the admin client: the desired TargetVoters."""
+    the admin client: the desired TargetVoters; None is the request's Replicas set to null,
+    which cancels a pending reassignment (draft "Cancellation")."""
 
-    target_voters: tuple[str, ...]
+    target_voters: tuple[str, ...] | None
 
 
 @dataclass(frozen=True)
 class AlterPartitionReassignmentsResponse:
     error: Errors                  # NONE, or NOT_LEADER_OR_FOLLOWER (the draft's NOT_LEADER_FOR_PARTITION)
-    target_voters: tuple[str, ...]
+    target_voters: tuple[str, ...] | None   # the request's (None: a cancellation)
     leader_id: str | None
 
 

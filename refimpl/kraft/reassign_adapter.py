@@ -3,8 +3,9 @@
 The cluster: the bootstrap voters (quorum.voters) and spare replicas that start as observers
 and may be added.  The workload is KIP-595's client appends plus admin requests: now and then
 the admin client sends an AlterPartitionReassignments (the early revision's AlterQuorum) with a
-random target voter set, drawn from the simulator's seeded RNG, to the replica it believes
-leads (sometimes to any replica; resubmitting the current voters cancels), over the same lossy
+random target voter set, or (cancel_share) Replicas = null, the draft's "Cancellation", drawn
+from the simulator's seeded RNG, to the replica it believes leads (sometimes to any replica;
+resubmitting the current voters cancels too), over the same lossy
 network, so the chaos fault profiles (loss, duplication, partitions, crashes) hit
 reassignments in every phase.  The admin is stateless and retries by sending again; its
 responses are consumed by the network (the spec's DropMessage).
@@ -43,6 +44,7 @@ class ReassignWorkload:
     to_leader: float = 0.8         # share of those sent to a leader (else to any replica)
     min_size: int = 1
     max_size: int = 4
+    cancel_share: float = 0.15     # share of admin requests with Replicas = null (cancel)
 
 
 class ReassignAdapter(KRaftAdapter):
@@ -78,7 +80,13 @@ class ReassignAdapter(KRaftAdapter):
         if bounds is None:
             return cls(None, bug)
         kb = KRaftBounds.from_cfg(bounds, reassign=True)
-        return cls(kb, bug, observer_rediscovery=False, targets=rm.targets_from_cfg(bounds, kb),
+        targets = rm.targets_from_cfg(bounds, kb)
+        # a config whose administrator may cancel (NullReplicas in TargetSets) and that has no
+        # client records (Values = {}): a quarter of the client requests are the admin's, so
+        # that runs of a few hundred steps reach a cancellation (the default 2% rarely does)
+        workload = ReassignWorkload(admin_share=0.25) \
+            if targets is not None and None in targets and kb.values == () else ReassignWorkload()
+        return cls(kb, bug, observer_rediscovery=False, targets=targets, workload=workload,
                    fetch_max_records=1)
 
     # ---- static facts
@@ -102,10 +110,13 @@ class ReassignAdapter(KRaftAdapter):
     def graceful_shutdown(self, node: str, state: NodeState, now_ms: int) -> Transition | None:
         return None
 
-    def _draw_target(self, rng: random.Random) -> tuple[str, ...]:
+    def _draw_target(self, rng: random.Random) -> tuple[str, ...] | None:
+        """A target voter set, or None: the draft's cancellation (Replicas = null)."""
         w = self.workload
         if self.targets is not None:
             return rng.choice(self.targets)
+        if rng.random() < w.cancel_share:
+            return None
         size = rng.randint(w.min_size, min(w.max_size, len(self._nodes)))
         return tuple(sorted(rng.sample(self._nodes, size)))
 
@@ -131,7 +142,9 @@ class ReassignAdapter(KRaftAdapter):
                 lim is not None and sum(c for _, c in world.in_flight.values()) >= lim):
             return None
         return node, Transition(world.states[node], "SendAlterPartitionReassignments",
-                                {"node": node, "target": frozenset(env.payload.target_voters)},
+                                {"node": node,
+                                 "target": rm.NULL_REPLICAS if env.payload.target_voters is None
+                                 else frozenset(env.payload.target_voters)},
                                 sends=(env,))
 
     _APPENDS = frozenset({"ReceiveAlterPartitionReassignmentsRequest", "AddVoter",

@@ -26,6 +26,10 @@ over the voter set of the replica concerned (not a fixed quorum.voters), and add
   QuorumStateHoldsCommittedVoters  the quorum-state file's CurrentVoters is a committed
                                configuration (or the bootstrap voters)
   NoVoteForNonVoter            a voter grants its vote only to a voter of its own log
+  BootstrapAssignmentCommittedFirst  a replica whose HWM passed a record holds the bootstrap
+                               VoterAssignment as its first record and has persisted a
+                               committed assignment (quorum-state AppliedOffset > 0): a restart
+                               never needs quorum.voters again (draft "Bootstrapping Procedure")
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ __all__ = ["ReassignMonitor", "INVARIANTS", "CHANGE_ACTIONS"]
 INVARIANTS = KRAFT_INVARIANTS + (
     "ElectionSafety", "CommittedOnVoterMajority", "VoterSetFollowsLog", "SingleMemberChanges",
     "QuorumStateHoldsCommittedVoters", "NoVoteForNonVoter", "MembershipChangeAfterEpochCommit",
+    "BootstrapAssignmentCommittedFirst",
 )
 
 # refimpl actions that append a VoterAssignment changing CurrentVoters
@@ -112,6 +117,14 @@ class ReassignMonitor(KRaftMonitor):
                 out.append(Violation("ElectionSafety",
                                      f"{first} and {node} both led epoch {s.epoch}"))
         want = voters_from_log(s.log, self.bootstrap)
+        if min(s.high_watermark, len(s.log)) > 0 and (
+                not isinstance(s.log[0].control, VoterAssignment)
+                or s.log[0].control.current_voters != tuple(sorted(self.bootstrap))
+                or s.log[0].control.target_voters or not s.qs_offset):
+            out.append(Violation("BootstrapAssignmentCommittedFirst",
+                                 f"{node} has committed records (HWM {s.high_watermark}) but "
+                                 "its first record is not the bootstrap VoterAssignment or its "
+                                 f"quorum-state holds none (AppliedOffset {s.qs_offset})"))
         if s.qs_voters is not None and hist is not None:
             if tuple(s.qs_voters) not in self._committed_configs(hist):
                 out.append(Violation("QuorumStateHoldsCommittedVoters",

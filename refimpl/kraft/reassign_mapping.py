@@ -36,12 +36,14 @@ from refimpl.sim.protocol import Envelope, World, dumps
 
 __all__ = ["SPEC_MODULE", "VARIABLES", "ACTION_NAMES", "EXTRA_MODEL_VALUES", "History",
            "project", "message_value", "params_json", "record_plain", "targets_from_cfg",
-           "VOTER_ASSIGNMENT", "ADMIN"]
+           "VOTER_ASSIGNMENT", "ADMIN", "NULL_REPLICAS", "request_target"]
 
 SPEC_MODULE = "KRaftReassign"
 VOTER_ASSIGNMENT = "VoterAssignment"   # a STRING: the value of a VoterAssignment record
 ADMIN = "admin"                        # model value: the admin client (CONSTANT Admin)
-EXTRA_MODEL_VALUES = (ADMIN,)
+NULL_REPLICAS = "NullReplicas"         # model value: a request's Replicas = null (CONSTANT
+                                       # NullReplicas, KIP-642 draft "Cancellation")
+EXTRA_MODEL_VALUES = (ADMIN, NULL_REPLICAS)
 
 PER_NODE_VARIABLES = km.PER_NODE_VARIABLES + ("voterSet", "quorumState")
 GLOBAL_VARIABLES = km.GLOBAL_VARIABLES + ("ghostLeaders",)
@@ -79,14 +81,20 @@ def node_values(s: NodeState, nodes: tuple[str, ...], bootstrap: tuple[str, ...]
     return d
 
 
+def request_target(target: tuple[str, ...] | None):
+    """The targetVoters field of an admin request / response: the sorted replicas, or the
+    model value NullReplicas for a cancellation (Replicas = null)."""
+    return NULL_REPLICAS if target is None else sorted(target)
+
+
 def message_fields(env: Envelope) -> dict:
     m = env.payload
     if isinstance(m, AlterPartitionReassignmentsRequest):
         return {"type": "AlterPartitionReassignmentsRequest", "src": env.src, "dest": env.dst,
-                "targetVoters": sorted(m.target_voters)}
+                "targetVoters": request_target(m.target_voters)}
     if isinstance(m, AlterPartitionReassignmentsResponse):
         return {"type": "AlterPartitionReassignmentsResponse", "src": env.src, "dest": env.dst,
-                "targetVoters": sorted(m.target_voters), "error": m.error.value,
+                "targetVoters": request_target(m.target_voters), "error": m.error.value,
                 "leaderId": km._id(m.leader_id)}
     d = km.message_fields(env)
     if isinstance(m, FetchResponse):
@@ -99,7 +107,7 @@ def message_fields(env: Envelope) -> dict:
 def _canonical_message(d: dict) -> Fn:
     """Sets of ids as sets (JSON lists are sequences otherwise)."""
     out = dict(d)
-    if "targetVoters" in out:
+    if isinstance(out.get("targetVoters"), list):
         out["targetVoters"] = frozenset(out["targetVoters"])
     if "records" in out:
         out["records"] = [Fn({k: (frozenset(v) if k in ("currentVoters", "targetVoters") else v)
@@ -159,16 +167,21 @@ def params_json(params: Mapping[str, Any], env: Envelope | None = None) -> str:
 
 def targets_from_cfg(b: Bounds, kb) -> tuple | None:
     """The admin requests' target sets of a bounded run: the config's `Targets` (a set of
-    sets of replicas), else None (random subsets)."""
+    sets of replicas, and the model value NullReplicas for a cancellation: None), else None
+    (random subsets)."""
     r = b.first(("TargetSets", "Targets"), "set")
     if r is None:
         return None
     name, v = r
     nodes = set(kb.voters) | set(kb.observers)
     out = []
+    cancel = False
     for t in v:
+        if t == NULL_REPLICAS:
+            cancel = True
+            continue
         if not isinstance(t, frozenset) or not t or not set(t) <= nodes:
             raise BoundsError(f"{b.where(name)}: {name} must be a set of non-empty sets of "
-                              "replicas")
+                              f"replicas and {NULL_REPLICAS}")
         out.append(tuple(sorted(t)))
-    return tuple(sorted(out))
+    return tuple(sorted(out)) + ((None,) if cancel else ())

@@ -11,8 +11,11 @@
   "Bootstrapping Procedure" step 1);
 * the admin request (AlterPartitionReassignments / the early revision's AlterQuorum) as a
   message from the admin client: NOT_LEADER_OR_FOLLOWER elsewhere, a new target replacing a
-  pending one (resubmitting the current voters cancels), NONE once committed (draft
-  "AlterPartitionReassignments Request Handling");
+  pending one (resubmitting the current voters cancels, and so does a null target: draft
+  "Cancellation"), NONE once committed (draft "AlterPartitionReassignments Request Handling");
+* the bootstrap record: the first leader (its log empty) appends VoterAssignment(CurrentVoters
+  = quorum.voters, TargetVoters = null) before its LeaderChange record, in the step that makes
+  it leader (draft "Bootstrapping Procedure"; spec ReassignEpochStartRecords);
 * the leader's single-member changes (`reassign_step`, fired by the `reassign` timer whenever
   one may be enabled): each appended only once the previous one is committed and once the
   leader has committed a record of its own epoch; a NewVoter only once caught up as an observer
@@ -203,6 +206,25 @@ class ReassignNode(KRaftNode):
         return dataclasses.replace(won, persist=t.persist + won.persist, split_sends=None,
                                    sends=())
 
+    def become_leader(self, s: NodeState, action: str = "BecomeLeader") -> Transition | None:
+        """KIP-595's BecomeLeader; a leader whose log is empty (the first of the cluster)
+        appends, first, the bootstrap VoterAssignment: KIP-642 draft "Bootstrapping Procedure":
+        "the first thing it will do is append a VoterAssignmentMessage ... which will contain
+        quorum.voters as the initial CurrentVoters" (TargetVoters null), then its LeaderChange
+        ("The leader will also append a LeaderChangeMessage").  The VoterAssignment goes first
+        so that every committed prefix holds it (a Fetch may carry the first record alone).
+        The epoch still starts at offset 0 (epoch_start_offset: the first record of the
+        epoch), as KRaftNode computes it."""
+        t = super().become_leader(s, action)
+        if t is None or s.log:
+            return t
+        new = t.state
+        lc = new.log[-1]
+        boot = Record(s.epoch, control=VoterAssignment(lc.control.cluster_id, sorted_ids(self.voters), ()))
+        log = (boot, lc)
+        persist = tuple(Persist(LOG, log) if p.key == LOG else p for p in t.persist)
+        return dataclasses.replace(t, state=replace(new, log=log), persist=persist)
+
     def update_high_watermark(self, s: NodeState) -> Transition | None:
         """The leader recomputes its HWM from the end offsets it tracks and its own log end
         (spec UpdateHighWatermark; Kafka does it on its own appends): a quorum of one, or a
@@ -239,8 +261,6 @@ class ReassignNode(KRaftNode):
         assignment is committed, else no answer yet (the admin retries); a different target ->
         append VoterAssignment(CurrentVoters = its voters, TargetVoters = target), replacing a
         pending one, and answer once it is committed (the admin retries)."""
-        target = sorted_ids(m.target_voters)
-
         def reply(err: Errors) -> Transition:
             r = AlterPartitionReassignmentsResponse(err, m.target_voters, s.leader_id)
             return self._same(s, "HandleAlterPartitionReassignmentsRequest",
@@ -250,8 +270,15 @@ class ReassignNode(KRaftNode):
             return reply(Errors.NOT_LEADER_OR_FOLLOWER)
         pending = target_from_log(s.log)
         cur = self._voters(s)
-        effective = pending if pending else cur
-        if target == tuple(effective):
+        if m.target_voters is None:
+            # draft "Cancellation": Replicas = null "cancel[s] an ongoing reassignment and
+            # leave[s] the quorum with the current voters": TargetVoters := the current voters,
+            # written as step 6.1's record with TargetVoters = null (spec RequestInForce)
+            in_force, target = pending is None, ()
+        else:
+            target = sorted_ids(m.target_voters)
+            in_force = target == tuple(pending if pending else cur)
+        if in_force:
             a = latest_assignment(s.log)
             if a is None or a[0] < s.high_watermark:
                 return reply(Errors.NONE)
