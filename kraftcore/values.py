@@ -43,6 +43,7 @@ __all__ = [
     "canonical",
     "canonical_json",
     "fingerprint",
+    "fingerprint_of_canonical_json",
     "from_itf",
     "to_itf",
     "to_tla",
@@ -266,7 +267,13 @@ def canonical_json(v: Value) -> str:
 
 def fingerprint(v: Value) -> str:
     """A 128-bit hex fingerprint of a value (typically a whole state: an Fn of variables)."""
-    return hashlib.blake2b(canonical_json(v).encode(), digest_size=16).hexdigest()
+    return fingerprint_of_canonical_json(canonical_json(v))
+
+
+def fingerprint_of_canonical_json(text: str) -> str:
+    """The fingerprint of the value whose `canonical_json` is `text` (for callers that built
+    the canonical text another way and checked it is the canonical one)."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 # --------------------------------------------------------------------------- TLA+ text
