@@ -66,6 +66,19 @@ class Fn(Mapping):
         object.__setattr__(self, "_d", d)
         object.__setattr__(self, "_h", None)
 
+    @classmethod
+    def wrap(cls, d: dict) -> "Fn":
+        """An Fn over the dict `d` itself, not a copy (the caller hands `d` over and never
+        changes it again): for decoders that build a fresh dict per value."""
+        f = object.__new__(cls)
+        object.__setattr__(f, "_d", d)
+        object.__setattr__(f, "_h", None)
+        return f
+
+    def as_dict(self) -> dict:
+        """A new dict with this function's pairs."""
+        return dict(self._d)
+
     def __getitem__(self, k):
         return self._d[k]
 

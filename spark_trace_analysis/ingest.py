@@ -187,12 +187,12 @@ def state_key(state: F.Column) -> list[F.Column]:
 
 
 def state_table(lines: DataFrame) -> DataFrame:
-    """(sk1, sk2, info) for each DISTINCT state of the good step lines, deduplicated in the
-    JVM by its key: the one Python pass (a vectorised Arrow UDF: fingerprint, decoding error,
-    observations), once per distinct state."""
+    """(sk1, sk2, state, info) for each DISTINCT state of the good step lines, deduplicated in
+    the JVM by its key: the one Python pass (a vectorised Arrow UDF: fingerprint, decoding
+    error, observations), once per distinct state."""
     return (lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
             .groupBy(*STATE_KEY).agg(F.first("state").alias("state"))
-            .select(*STATE_KEY, _state_info(F.col("state")).alias("info")))
+            .select(*STATE_KEY, "state", _state_info(F.col("state")).alias("info")))
 
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
@@ -284,9 +284,15 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     bad_rows = spark.read.parquet(str(out / "bad_rows"))
 
     info = states.filter(F.col("info.error").isNull())
+    narrow = step_lines.drop(*HEADER_ONLY, "value")
     if n_states <= BROADCAST_STATES:
-        info = F.broadcast(info)
-    steps = judged_steps(step_lines.drop(*HEADER_ONLY, "value").join(info, list(STATE_KEY)))
+        # the small side (keys and observations, not the text) goes to every task
+        joined = narrow.join(F.broadcast(info.drop("state")), list(STATE_KEY))
+    else:
+        # a shuffle join: the steps' side leaves its state text behind and gets it back from
+        # the states' side (one copy per distinct state), so the shuffle moves keys, not text
+        joined = narrow.drop("state").join(info, list(STATE_KEY))
+    steps = judged_steps(joined)
     ok_steps = steps.select("trace_id", "step", "time_ms", "action",
                             F.coalesce(F.get_json_object("params", "$.node"),
                                        F.get_json_object("params", "$.broker")).alias("node"),

@@ -37,7 +37,7 @@ STATE_INFO_ARROW = pa.struct([("fp", pa.string()), ("error", pa.string()), ("obs
 def _fn(v) -> dict:
     """A per-node variable as a dict (a function over servers is an Fn)."""
     if isinstance(v, Fn):
-        return dict(v.items())
+        return v.as_dict()
     if isinstance(v, tuple) and not v:
         return {}
     raise ValueError_(f"expected a function over nodes, got {type(v).__name__}")
@@ -139,7 +139,7 @@ def _plain(j, depth: int, empty: list):
         for k in j:
             if k[:1] == "#":
                 raise _NotPlain
-        return Fn({k: _plain(x, depth + 1, empty) for k, x in j.items()})
+        return Fn.wrap({k: _plain(x, depth + 1, empty) for k, x in j.items()})
     raise _NotPlain
 
 
@@ -150,7 +150,7 @@ def decode_state(raw: dict) -> tuple[Fn, str]:
     JSON takes a fast path whose canonical text is json.dumps of the object itself."""
     empty: list = []
     try:
-        state = Fn({k: _plain(v, 0, empty) for k, v in raw.items()})
+        state = Fn.wrap({k: _plain(v, 0, empty) for k, v in raw.items()})
     except (_NotPlain, RecursionError):
         state = make_fn((k, from_itf(v, f"state.{k}")) for k, v in raw.items())
         return state, fingerprint(state)
