@@ -186,12 +186,24 @@ def state_key(state: F.Column) -> list[F.Column]:
             .alias(STATE_KEY[1])]
 
 
-def state_table(lines: DataFrame) -> DataFrame:
+# Up to this many distinct states, the scan position of each one's first step goes to every
+# task (8 bytes each) to pick the distinct states' texts out of the staging table.
+BROADCAST_STATE_ROWS = 4_000_000
+
+
+def state_table(lines: DataFrame, staging: Path) -> DataFrame:
     """(sk1, sk2, state, info) for each DISTINCT state of the good step lines, deduplicated in
     the JVM by its key: the one Python pass (a vectorised Arrow UDF: fingerprint, decoding
-    error, observations), once per distinct state."""
-    return (lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
-            .groupBy(*STATE_KEY).agg(F.first("state").alias("state"))
+    error, observations), once per distinct state.  The deduplication aggregates fixed-width
+    values only (the key and the scan position of the state's first step: a hash aggregate,
+    no sort of the state texts); the texts are then picked by position in one more scan."""
+    steps = lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
+    (steps.groupBy(*STATE_KEY).agg(F.min("row").alias("row"))
+     .select("row").write.mode("overwrite").parquet(str(staging / "state_rows")))
+    rows = lines.sparkSession.read.parquet(str(staging / "state_rows"))
+    if rows.count() <= BROADCAST_STATE_ROWS:
+        rows = F.broadcast(rows)
+    return (steps.select("row", *STATE_KEY, "state").join(rows, "row", "left_semi")
             .select(*STATE_KEY, "state", _state_info(F.col("state")).alias("info")))
 
 
@@ -220,7 +232,7 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         str(staging / "lines"))
     lines = spark.read.parquet(str(staging / "lines"))
     say("fingerprinting and observing each distinct state once")
-    state_table(lines).write.mode("overwrite").parquet(str(staging / "states"))
+    state_table(lines, staging).write.mode("overwrite").parquet(str(staging / "states"))
     states = spark.read.parquet(str(staging / "states"))
     n_states = states.count()
     bad_states = states.filter(F.col("info.error").isNotNull()).select(
