@@ -254,6 +254,8 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     protocols = [r.protocol for r in headers.select("protocol").distinct().collect()
                  if r.protocol is not None]
     vocab = _vocabulary(spark, protocols, extra)
+    # the protocols that have a vocabulary (computed here, not by a Spark job)
+    judged = sorted(p for p in protocols if known_actions(p) | extra.get(p, set()))
 
     def judged_steps(df: DataFrame) -> DataFrame:
         """Good step lines with their trace's header fields and `unknown_action`."""
@@ -261,7 +263,6 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
                                                 "bounds", "bounds_config")), "trace_id", "left")
         if vocab is None:
             return df.withColumn("unknown_action", F.lit(False))
-        judged = sorted({r.protocol for r in vocab.select("protocol").distinct().collect()})
         return (df.join(F.broadcast(vocab.withColumn("known", F.lit(True))),
                         ["protocol", "action"], "left")
                 .withColumn("unknown_action", F.col("protocol").isin(*judged)
