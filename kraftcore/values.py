@@ -43,6 +43,7 @@ __all__ = [
     "canonical",
     "canonical_json",
     "fingerprint",
+    "fingerprint_of_canonical_json",
     "from_itf",
     "to_itf",
     "to_tla",
@@ -64,6 +65,19 @@ class Fn(Mapping):
         d = dict(items.items() if isinstance(items, Mapping) else items)
         object.__setattr__(self, "_d", d)
         object.__setattr__(self, "_h", None)
+
+    @classmethod
+    def wrap(cls, d: dict) -> "Fn":
+        """An Fn over the dict `d` itself, not a copy (the caller hands `d` over and never
+        changes it again): for decoders that build a fresh dict per value."""
+        f = object.__new__(cls)
+        object.__setattr__(f, "_d", d)
+        object.__setattr__(f, "_h", None)
+        return f
+
+    def as_dict(self) -> dict:
+        """A new dict with this function's pairs."""
+        return dict(self._d)
 
     def __getitem__(self, k):
         return self._d[k]
@@ -266,7 +280,13 @@ def canonical_json(v: Value) -> str:
 
 def fingerprint(v: Value) -> str:
     """A 128-bit hex fingerprint of a value (typically a whole state: an Fn of variables)."""
-    return hashlib.blake2b(canonical_json(v).encode(), digest_size=16).hexdigest()
+    return fingerprint_of_canonical_json(canonical_json(v))
+
+
+def fingerprint_of_canonical_json(text: str) -> str:
+    """The fingerprint of the value whose `canonical_json` is `text` (for callers that built
+    the canonical text another way and checked it is the canonical one)."""
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 # --------------------------------------------------------------------------- TLA+ text

@@ -15,11 +15,14 @@ order; blocks of one file are numbered by prefix sums of their row counts), so t
 for files larger than a Spark partition too, on any Hadoop file system.
 
 The input is scanned once: the JVM parses every line (from_json with the explicit schema) into
-a staging Parquet table.  Python runs only over the DISTINCT state texts of that table (bounded
-runs repeat states: 10M steps of the benchmark hold a few thousand): one vectorised Arrow UDF
-computes each distinct state's fingerprint (`kraftcore.values.fingerprint`, the one graph
-states get too, so the two join) and observations once, into a small `states` table that the
-steps are joined with (a broadcast hash join when it is small, chosen by adaptive execution).
+a staging Parquet table, and keys each step's state text by two independent 64-bit xxhash64
+values (`STATE_KEY`: 128 bits, computed in the JVM during the scan).  Python runs only over the
+DISTINCT states, deduplicated in the JVM by that key (bounded runs repeat states): one
+vectorised Arrow UDF computes each distinct state's fingerprint (`kraftcore.values.fingerprint`,
+the one graph states get too, so the two join) and observations once, into a `states` table
+that the steps are joined with by the key (two longs, not the state text; a broadcast hash join
+when it is small).  The header fields every table needs are aggregated once into a small
+staging table.
 
 Layout: `steps` and `traces` are partitioned by `protocol` and `bounds_config` (the config file
 the trace header's `bounds` names, `unstated` without one; `bounds_partition`), so a later job
@@ -161,7 +164,7 @@ def parse_lines(lines: DataFrame, common_actions: Iterable[str] | None = None) -
             cases.append(((kind == k) & F.col(f).isNull(), F.lit(f"{k}: missing field {f}")))
     cases.append(((kind == "header") & (F.col("schema") != TRACE_SCHEMA),
                   F.concat(F.lit("unknown schema "), F.col("schema"))))
-    df = df.withColumn("reason", _first_reason(cases))
+    df = df.withColumn("reason", _first_reason(cases)).select("*", *state_key(F.col("state")))
     text = F.substring("value", 1, 300)
     if common_actions is not None:
         # a good step of a common action never becomes a bad row: its text is not kept
@@ -171,12 +174,37 @@ def parse_lines(lines: DataFrame, common_actions: Iterable[str] | None = None) -
     return df.withColumn("value", text).drop(CORRUPT)
 
 
-def state_table(lines: DataFrame) -> DataFrame:
-    """(state, info) for each DISTINCT state text of the good step lines: the one Python pass
-    (a vectorised Arrow UDF: fingerprint, decoding error, observations)."""
-    return (lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
-            .select("state").distinct()
-            .select("state", _state_info(F.col("state")).alias("info")))
+# The key of a state text: two xxhash64 values with independent seeds (the second is seeded
+# by hashing a constant first), 128 bits: distinct states of a corpus never share it in
+# practice (2^-64 for 2^32 distinct states), and it is computed in the JVM during the scan.
+STATE_KEY = ("sk1", "sk2")
+
+
+def state_key(state: F.Column) -> list[F.Column]:
+    return [F.when(state.isNotNull(), F.xxhash64(state)).alias(STATE_KEY[0]),
+            F.when(state.isNotNull(), F.xxhash64(F.lit("kraftcheck-state"), state))
+            .alias(STATE_KEY[1])]
+
+
+# Up to this many distinct states, the scan position of each one's first step goes to every
+# task (8 bytes each) to pick the distinct states' texts out of the staging table.
+BROADCAST_STATE_ROWS = 4_000_000
+
+
+def state_table(lines: DataFrame, staging: Path) -> DataFrame:
+    """(sk1, sk2, state, info) for each DISTINCT state of the good step lines, deduplicated in
+    the JVM by its key: the one Python pass (a vectorised Arrow UDF: fingerprint, decoding
+    error, observations), once per distinct state.  The deduplication aggregates fixed-width
+    values only (the key and the scan position of the state's first step: a hash aggregate,
+    no sort of the state texts); the texts are then picked by position in one more scan."""
+    steps = lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
+    (steps.groupBy(*STATE_KEY).agg(F.min("row").alias("row"))
+     .select("row").write.mode("overwrite").parquet(str(staging / "state_rows")))
+    rows = lines.sparkSession.read.parquet(str(staging / "state_rows"))
+    if rows.count() <= BROADCAST_STATE_ROWS:
+        rows = F.broadcast(rows)
+    return (steps.select("row", *STATE_KEY, "state").join(rows, "row", "left_semi")
+            .select(*STATE_KEY, "state", _state_info(F.col("state")).alias("info")))
 
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
@@ -204,25 +232,30 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         str(staging / "lines"))
     lines = spark.read.parquet(str(staging / "lines"))
     say("fingerprinting and observing each distinct state once")
-    state_table(lines).write.mode("overwrite").parquet(str(staging / "states"))
+    state_table(lines, staging).write.mode("overwrite").parquet(str(staging / "states"))
     states = spark.read.parquet(str(staging / "states"))
     n_states = states.count()
     bad_states = states.filter(F.col("info.error").isNotNull()).select(
-        "state", F.col("info.error").alias("state_error"))
+        *STATE_KEY, F.col("info.error").alias("state_error"))
     has_bad_states = bad_states.limit(1).count() > 0
     good = lines.filter(F.col("reason").isNull())
 
-    headers = (good.filter(F.col("kind") == "header")
-               .groupBy("trace_id")
-               .agg(F.count(F.lit(1)).alias("n_headers"),
-                    F.countDistinct("file").alias("n_header_files"),
-                    *[F.first(c, ignorenulls=True).alias(c) for c in (
-                        "file", "protocol", "seed", "fault_profile", "bug", "bounds",
-                        "spec_module", "variables")])
-               .withColumn("bounds_config", bounds_partition(F.col("bounds"))))
+    # one row per trace: aggregated once, read by every table below
+    (good.filter(F.col("kind") == "header")
+     .groupBy("trace_id")
+     .agg(F.count(F.lit(1)).alias("n_headers"),
+          F.countDistinct("file").alias("n_header_files"),
+          *[F.first(c, ignorenulls=True).alias(c) for c in (
+              "file", "protocol", "seed", "fault_profile", "bug", "bounds",
+              "spec_module", "variables")])
+     .withColumn("bounds_config", bounds_partition(F.col("bounds")))
+     .write.mode("overwrite").parquet(str(staging / "headers")))
+    headers = spark.read.parquet(str(staging / "headers"))
     protocols = [r.protocol for r in headers.select("protocol").distinct().collect()
                  if r.protocol is not None]
     vocab = _vocabulary(spark, protocols, extra)
+    # the protocols that have a vocabulary (computed here, not by a Spark job)
+    judged = sorted(p for p in protocols if known_actions(p) | extra.get(p, set()))
 
     def judged_steps(df: DataFrame) -> DataFrame:
         """Good step lines with their trace's header fields and `unknown_action`."""
@@ -230,7 +263,6 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
                                                 "bounds", "bounds_config")), "trace_id", "left")
         if vocab is None:
             return df.withColumn("unknown_action", F.lit(False))
-        judged = sorted({r.protocol for r in vocab.select("protocol").distinct().collect()})
         return (df.join(F.broadcast(vocab.withColumn("known", F.lit(True))),
                         ["protocol", "action"], "left")
                 .withColumn("unknown_action", F.col("protocol").isin(*judged)
@@ -244,14 +276,15 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     # state is unchanged).
     bad = lines.filter(F.col("reason").isNotNull()).select(
         "file", "block", "row", "trace_id", "reason", "value", F.lit(False).alias("in_steps"))
-    unknown = judged_steps(step_lines.select("trace_id", "action", "state", "file", "block",
+    unknown = judged_steps(step_lines.select("trace_id", "action", *STATE_KEY, "file", "block",
                                              "row", "value")).filter(F.col("unknown_action"))
     if has_bad_states:
-        bad_state_lines = step_lines.join(F.broadcast(bad_states), "state")
+        bad_state_lines = step_lines.join(F.broadcast(bad_states), list(STATE_KEY))
         bad = bad.unionByName(bad_state_lines.select(
             "file", "block", "row", "trace_id", F.col("state_error").alias("reason"), "value",
             F.lit(False).alias("in_steps")))
-        unknown = unknown.join(F.broadcast(bad_states.select("state")), "state", "left_anti")
+        unknown = unknown.join(F.broadcast(bad_states.select(*STATE_KEY)), list(STATE_KEY),
+                               "left_anti")
     bad = bad.unionByName(unknown.select(
         "file", "block", "row", "trace_id",
         F.concat(F.lit("unknown action "), F.col("action")).alias("reason"), "value",
@@ -264,9 +297,15 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     bad_rows = spark.read.parquet(str(out / "bad_rows"))
 
     info = states.filter(F.col("info.error").isNull())
+    narrow = step_lines.drop(*HEADER_ONLY, "value")
     if n_states <= BROADCAST_STATES:
-        info = F.broadcast(info)
-    steps = judged_steps(step_lines.drop(*HEADER_ONLY, "value").join(info, "state"))
+        # the small side (keys and observations, not the text) goes to every task
+        joined = narrow.join(F.broadcast(info.drop("state")), list(STATE_KEY))
+    else:
+        # a shuffle join: the steps' side leaves its state text behind and gets it back from
+        # the states' side (one copy per distinct state), so the shuffle moves keys, not text
+        joined = narrow.drop("state").join(info, list(STATE_KEY))
+    steps = judged_steps(joined)
     ok_steps = steps.select("trace_id", "step", "time_ms", "action",
                             F.coalesce(F.get_json_object("params", "$.node"),
                                        F.get_json_object("params", "$.broker")).alias("node"),

@@ -31,21 +31,44 @@ __all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies"
 KEYS = ("trace_id", "protocol", "fault_profile", "bug", "bounds_config")
 
 
+_PER_STEP_COLUMNS = (
+    "prev_leader", "prev_epoch", "prev_lens", "prev_hwms", "prev_eligible", "prev_lost", "dt",
+    "lost_start", "lost_at", "election", "election_latency", "truncated_nodes",
+    "truncation_depth", "max_truncation", "data_loss", "unclean", "max_len", "run_len",
+    "run_hwm", "prev_run_len", "prev_run_hwm")
+
+
 def per_step(steps: DataFrame) -> DataFrame:
+    """The steps' observations with the previous step's and the running values over each
+    trace in step order: one sort of the steps by (trace_id, step) and two window operators
+    (every lag, lead and running maximum in the first; `lost_at`, which needs `prev_leader`,
+    in the second)."""
     w = Window.partitionBy("trace_id").orderBy("step")
     upto = w.rowsBetween(Window.unboundedPreceding, 0)
+    before = w.rowsBetween(Window.unboundedPreceding, -1)
     s = steps.filter(F.col("obs").isNotNull()).select(
         "trace_id", "protocol", "fault_profile", F.coalesce("bug", F.lit("none")).alias("bug"),
         "bounds_config", "step", "time_ms", "action", "obs.*")
-    s = (s.withColumn("prev_leader", F.lag("leader").over(w))
-         .withColumn("prev_epoch", F.lag("epoch").over(w))
-         .withColumn("prev_lens", F.lag("log_lens").over(w))
-         .withColumn("prev_hwms", F.lag("hwms").over(w))
-         .withColumn("prev_eligible", F.lag("eligible").over(w))
-         .withColumn("prev_lost", F.lag("lost_acked").over(w))
-         .withColumn("dt", F.coalesce(F.lead("time_ms").over(w) - F.col("time_ms"), F.lit(0)))
-         .withColumn("lost_start", F.col("leader").isNull()
-                     & (F.col("prev_leader").isNotNull() | (F.col("step") == 0))))
+    base = s.columns
+    s = s.withColumn("max_len", F.expr(
+        "aggregate(map_values(log_lens), 0L, (a, x) -> greatest(a, x))"))
+    # first-reach times of log offsets (commit latency): the running maxima of the longest
+    # log and the highest HWM, and their values up to the previous step
+    s = s.select(
+        "*",
+        F.lag("leader").over(w).alias("prev_leader"),
+        F.lag("epoch").over(w).alias("prev_epoch"),
+        F.lag("log_lens").over(w).alias("prev_lens"),
+        F.lag("hwms").over(w).alias("prev_hwms"),
+        F.lag("eligible").over(w).alias("prev_eligible"),
+        F.lag("lost_acked").over(w).alias("prev_lost"),
+        F.coalesce(F.lead("time_ms").over(w) - F.col("time_ms"), F.lit(0)).alias("dt"),
+        F.max("max_len").over(upto).alias("run_len"),
+        F.max("hwm_max").over(upto).alias("run_hwm"),
+        F.coalesce(F.max("max_len").over(before), F.lit(0)).alias("prev_run_len"),
+        F.coalesce(F.max("hwm_max").over(before), F.lit(0)).alias("prev_run_hwm"))
+    s = s.withColumn("lost_start", F.col("leader").isNull()
+                     & (F.col("prev_leader").isNotNull() | (F.col("step") == 0)))
     s = s.withColumn("lost_at", F.last(F.when(F.col("lost_start"), F.col("time_ms")),
                                        ignorenulls=True).over(upto))
     election = F.col("leader").isNotNull() & (
@@ -71,14 +94,7 @@ def per_step(steps: DataFrame) -> DataFrame:
                      | F.coalesce(lost_more, F.lit(False)))
     s = s.withColumn("unclean", F.col("election") & F.col("prev_eligible").isNotNull()
                      & ~F.coalesce(F.expr("array_contains(prev_eligible, leader)"), F.lit(False)))
-    s = s.withColumn("max_len", F.expr("aggregate(map_values(log_lens), 0L, (a, x) -> greatest(a, x))"))
-    # first-reach times of log offsets (commit latency): the running maxima of the longest
-    # log and the highest HWM, and their values at the previous step (one more window over
-    # the same partitioning and order: no further shuffle)
-    s = (s.withColumn("run_len", F.max("max_len").over(upto))
-         .withColumn("run_hwm", F.max("hwm_max").over(upto)))
-    return (s.withColumn("prev_run_len", F.coalesce(F.lag("run_len").over(w), F.lit(0)))
-            .withColumn("prev_run_hwm", F.coalesce(F.lag("run_hwm").over(w), F.lit(0))))
+    return s.select(*base, *_PER_STEP_COLUMNS)
 
 
 def trace_metrics(ps: DataFrame) -> DataFrame:

@@ -1,6 +1,7 @@
 """Decode one trace state (ITF JSON text) into its fingerprint and a few observation columns.
 
-This is the only Python that runs per step.  `state_info(text)` returns
+This is the only Python of the stats job that sees trace states, once per DISTINCT state (the
+JVM deduplicates them first).  `state_info(text)` returns
 (fingerprint, error, observation); the fingerprint is `kraftcore.values.fingerprint` of the
 decoded state (an Fn from spec variable to canonical value), exactly what the trace checker and
 the state-graph loader compute, so trace states join with TLC's states.
@@ -17,9 +18,10 @@ from functools import lru_cache
 
 import pyarrow as pa
 
-from kraftcore.values import Fn, ValueError_, fingerprint, from_itf, make_fn
+from kraftcore.values import (Fn, ValueError_, canonical_json, fingerprint,
+                              fingerprint_of_canonical_json, from_itf, make_fn)
 
-__all__ = ["state_info", "observe", "state_info_arrow", "STATE_INFO_ARROW"]
+__all__ = ["state_info", "decode_state", "observe", "state_info_arrow", "STATE_INFO_ARROW"]
 
 NIL_VALUES = frozenset({"Nil", "NoLeader", "NoBroker"})
 
@@ -35,7 +37,7 @@ STATE_INFO_ARROW = pa.struct([("fp", pa.string()), ("error", pa.string()), ("obs
 def _fn(v) -> dict:
     """A per-node variable as a dict (a function over servers is an Fn)."""
     if isinstance(v, Fn):
-        return dict(v.items())
+        return v.as_dict()
     if isinstance(v, tuple) and not v:
         return {}
     raise ValueError_(f"expected a function over nodes, got {type(v).__name__}")
@@ -107,10 +109,57 @@ def observe(state: Fn) -> dict | None:
     return None
 
 
-@lru_cache(maxsize=65536)
-def state_info(text: str) -> tuple[str | None, str | None, dict | None]:
-    """(fingerprint, error, observation) of one state's JSON text; cached by text, since the
-    states of bounded runs repeat."""
+# Plain JSON (objects, arrays, strings, Booleans, integers within +-2^53) decodes to the same
+# canonical value as from_itf without its per-element checks and error paths; anything else
+# (ITF tags, floats, null, big integers, deep nesting) takes from_itf itself.
+_MAX_SAFE = 2**53 - 1
+_PLAIN_DEPTH = 100      # well inside kraftcore.values.MAX_DEPTH: deeper values take from_itf
+
+
+class _NotPlain(Exception):
+    pass
+
+
+def _plain(j, depth: int, empty: list):
+    t = type(j)
+    if t is str or t is bool:
+        return j
+    if t is int:
+        if -_MAX_SAFE <= j <= _MAX_SAFE:
+            return j
+        raise _NotPlain
+    if depth > _PLAIN_DEPTH:
+        raise _NotPlain
+    if t is list:
+        return tuple([_plain(x, depth + 1, empty) for x in j])
+    if t is dict:
+        if not j:               # the empty function is the empty sequence: ITF [] not {}
+            empty.append(True)
+            return ()
+        for k in j:
+            if k[:1] == "#":
+                raise _NotPlain
+        return Fn.wrap({k: _plain(x, depth + 1, empty) for k, x in j.items()})
+    raise _NotPlain
+
+
+def decode_state(raw: dict) -> tuple[Fn, str]:
+    """(state, fingerprint) of a decoded JSON object of spec variables; raises ValueError_
+    as kraftcore.values.from_itf does.  Equal to make_fn/from_itf + fingerprint on every
+    input (tests/test_spark_units.py checks it against them on generated values); plain
+    JSON takes a fast path whose canonical text is json.dumps of the object itself."""
+    empty: list = []
+    try:
+        state = Fn.wrap({k: _plain(v, 0, empty) for k, v in raw.items()})
+    except (_NotPlain, RecursionError):
+        state = make_fn((k, from_itf(v, f"state.{k}")) for k, v in raw.items())
+        return state, fingerprint(state)
+    text = canonical_json(state) if empty else json.dumps(raw, sort_keys=True,
+                                                          separators=(",", ":"))
+    return state, fingerprint_of_canonical_json(text)
+
+
+def _state_info(text: str) -> tuple[str | None, str | None, dict | None]:
     from trace_checker.traces import loads_strict
     try:
         raw = loads_strict(text)
@@ -123,8 +172,7 @@ def state_info(text: str) -> tuple[str | None, str | None, dict | None]:
     if not isinstance(raw, dict) or not raw:
         return None, "state is not a JSON object of spec variables", None
     try:
-        state = make_fn((k, from_itf(v, f"state.{k}")) for k, v in raw.items())
-        fp = fingerprint(state)
+        state, fp = decode_state(raw)
     except ValueError_ as e:
         return None, f"bad ITF value: {e}", None
     try:
@@ -134,10 +182,18 @@ def state_info(text: str) -> tuple[str | None, str | None, dict | None]:
     return fp, None, obs
 
 
+@lru_cache(maxsize=65536)
+def state_info(text: str) -> tuple[str | None, str | None, dict | None]:
+    """(fingerprint, error, observation) of one state's JSON text; cached by text, since the
+    states of bounded runs repeat.  The Spark job calls the uncached form: it sees each
+    distinct state once."""
+    return _state_info(text)
+
+
 def _arrow_row(text: str | None) -> dict | None:
     if text is None:
         return None
-    fp, err, obs = state_info(text)
+    fp, err, obs = _state_info(text)
     if obs is not None:
         obs = dict(obs, log_lens=list(obs["log_lens"].items()), hwms=list(obs["hwms"].items()))
     return {"fp": fp, "error": err, "obs": obs}

@@ -167,6 +167,12 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         "spark.sql.adaptive.coalescePartitions.enabled": "true",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # partitioned writes (steps, traces, the per-step tables) keep one open file per
+        # partition value in each task instead of sorting the task's rows by the partition
+        # columns first (the planned write's sort); beyond 4 values in one task (each open
+        # Parquet writer buffers a row group) the task falls back to sorting
+        "spark.sql.optimizer.plannedWrite.enabled": "false",
+        "spark.sql.maxConcurrentOutputFileWriters": "4",
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}",
     }
     if is_loopback_master(master):   # executors elsewhere keep their own scratch folders

@@ -510,3 +510,22 @@ def test_bounds_partition_value_is_the_same_in_the_jvm_and_in_python(run):
     assert got == [bounds_config(r) for r in raws] == [
         "unstated", "unstated", "unstated", "tlc_configs/a.cfg", "tlc_configs/b.cfg",
         "x/../c.cfg", "unstated", "unstated", "3"]
+
+
+def test_steps_are_the_same_whichever_way_the_states_are_joined(run, tmp_path, monkeypatch):
+    """Above ingest.BROADCAST_STATES distinct states the steps get their state text and
+    observations by a shuffle join on the state key instead of a broadcast: same table."""
+    from spark_trace_analysis import ingest
+    _, out, spark = run
+    monkeypatch.setattr(ingest, "BROADCAST_STATES", 0)
+    files = ingest.expand_inputs([str(CORPUS)])
+    counts = ingest.ingest_traces(spark, files, tmp_path / "out", tmp_path / "staging")
+    cols = ["trace_id", "step", "time_ms", "action", "node", "params", "state", "fp", "obs",
+            "bug", "bounds", "file", "fault_profile", "protocol", "bounds_config"]
+
+    def rows(path):
+        df = spark.read.parquet(str(path / "steps"))
+        return sorted(json.dumps(r.asDict(recursive=True), sort_keys=True, default=str)
+                      for r in df.select(*cols).collect())
+    assert counts["steps"] == 49
+    assert rows(tmp_path / "out") == rows(out)

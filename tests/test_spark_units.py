@@ -5,17 +5,19 @@ a real Spark error), where the driver listens, trace bounds, the benchmark gener
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from kraftcheck.cli import app
-from kraftcore.values import Fn, fingerprint, from_itf, make_fn, to_itf, to_tla
+from kraftcore.values import Fn, ValueError_, fingerprint, from_itf, make_fn, to_itf, to_tla
 from spark_trace_analysis.graph import parse_label
 from spark_trace_analysis.ingest import InputError, checker_summary_to_lines, expand_inputs
-from spark_trace_analysis.observe import observe, state_info
+from spark_trace_analysis.observe import decode_state, observe, state_info
 from spark_trace_analysis.validate import lookup_verdict
 
 FIX = Path(__file__).parent / "fixtures" / "spark"
@@ -305,3 +307,39 @@ def test_checker_summary_becomes_verdict_lines(tmp_path):
     src.write_text("[]")
     with pytest.raises(InputError, match="not a verdict file"):
         checker_summary_to_lines(src, tmp_path / "w.jsonl")
+
+
+# JSON the fast path must decode exactly as from_itf does, and JSON it must hand to from_itf:
+# ITF tags, floats, null, big integers, empty objects, 1 vs true, deep nesting.
+_JSON_LEAF = st.one_of(st.text(max_size=4), st.booleans(), st.integers(-3, 3),
+                       st.sampled_from([2**53 - 1, 2**53, -(2**53), 10**20, 1.0, 2.5, None]))
+_JSON = st.recursive(_JSON_LEAF, lambda kids: st.one_of(
+    st.lists(kids, max_size=3),
+    st.dictionaries(st.sampled_from(["a", "b", "#set", "#tup", "#map", "#bigint", "é"]), kids,
+                    max_size=3)), max_leaves=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(st.sampled_from(["x", "y", "#set", "z"]), _JSON, min_size=1, max_size=3))
+def test_fast_state_decoding_equals_from_itf(raw):
+    """observe.decode_state (the Spark job's fast path over plain JSON) gives the state and
+    fingerprint of make_fn/from_itf + fingerprint, or the same ValueError_."""
+    try:
+        want = make_fn((k, from_itf(v, f"state.{k}")) for k, v in raw.items())
+        want_fp = fingerprint(want)
+    except ValueError_ as e:
+        with pytest.raises(ValueError_, match=re.escape(str(e))):
+            decode_state(raw)
+        return
+    got, fp = decode_state(raw)
+    assert (got, fp) == (want, want_fp)
+    assert type(got) is type(want)
+
+
+def test_fast_state_decoding_of_nested_and_empty_values():
+    deep: object = 1
+    for _ in range(150):
+        deep = [deep]
+    for raw in ({"x": {}}, {"x": {"a": {}, "b": []}}, {"x": deep}, {"x": {"n1": [{"e": 1}]}}):
+        want = make_fn((k, from_itf(v)) for k, v in raw.items())
+        assert decode_state(raw) == (want, fingerprint(want))
