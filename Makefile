@@ -10,7 +10,7 @@ demo: setup
 	.venv/bin/kraftcheck demo
 
 test: setup
-	.venv/bin/python -m pytest -n 2 --dist loadgroup tests
+	.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=25 tests
 
 test-deep: setup
 	.venv/bin/python -m pytest -m deep tests

@@ -11,23 +11,26 @@ import pytest
 
 from kraftcore.tlc.manifest import load_manifest
 from kraftcore.tlc.runner import run_config
+from tlc_memo import config_group, manifest_run
 
 ENTRIES = load_manifest()
 
 
 def _params(profile: str, marks=()):
-    return [pytest.param(e, id=e.name, marks=list(marks)) for e in ENTRIES if e.profile == profile]
+    # each config its own xdist group: the configs spread over both test processes, and a test
+    # elsewhere that reads a config's counterexample shares its run (tests/tlc_memo.py)
+    return [pytest.param(e, id=e.name, marks=[*marks, config_group(e.name)])
+            for e in ENTRIES if e.profile == profile]
 
 
 def _check(entry):
-    r = run_config(entry)
+    r = manifest_run(entry.name) if entry.profile != "deep" else run_config(entry)
     detail = "; ".join(r.mismatches + [str(e) for e in r.errors])
     assert r.as_expected, f"{entry.name}: {detail} (log: {r.log})"
     return r
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 @pytest.mark.parametrize("entry", _params("ci"))
 def test_ci_config(entry, tlc_toolchain):
     r = _check(entry)
@@ -36,7 +39,6 @@ def test_ci_config(entry, tlc_toolchain):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 @pytest.mark.parametrize("entry", _params("bugs"))
 def test_bug_config_is_caught_by_its_invariant(entry, tlc_toolchain):
     r = _check(entry)
@@ -66,7 +68,7 @@ def _elr_entry(name: str):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("elr-finding-last-known-elr-literal")
 def test_elr_literal_last_known_elr_finding_loses_acked_data_after_a_vacuous_wait(tlc_toolchain):
     """docs/spec-elr.md finding 11: with the literal §"Other behaviors" 6a rule the LastKnownELR
     is empty when ISR and ELR are, so Balanced's "all LastKnownELR members replied" holds with
@@ -86,7 +88,7 @@ def test_elr_literal_last_known_elr_finding_loses_acked_data_after_a_vacuous_wai
 # ------------------------------------------------- KIP-966 with asynchronous metadata (issue 14)
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("elr-bug-stale-leader-acks")
 def test_elr_stale_leader_acks_when_it_learns_it_was_replaced(tlc_toolchain):
     """docs/spec-elr.md "The asynchronous abstraction": a running leader fenced by the
     controller keeps its acks=all purgatory; with BugStaleLeaderAcks it answers it when it
@@ -104,7 +106,7 @@ def test_elr_stale_leader_acks_when_it_learns_it_was_replaced(tlc_toolchain):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("elr-bug-hwm-on-pending-isr")
 def test_elr_hwm_on_pending_isr_acknowledges_before_the_controller_commits(tlc_toolchain):
     """BugHwmOnPendingIsr: the HWM moves (and acks=all is answered) in the ShrinkIsr step that
     only SENT the AlterPartition; the controller's ISR still holds the lagging follower."""
@@ -117,7 +119,7 @@ def test_elr_hwm_on_pending_isr_acknowledges_before_the_controller_commits(tlc_t
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("elr-bug-skip-partition-epoch-check")
 def test_elr_skip_partition_epoch_check_commits_a_stale_alter_partition(tlc_toolchain):
     """BugSkipPartitionEpochCheck: a stale AlterPartition is committed; the controller's ISR
     then holds a replica the acting leader's HWM quorum does not contain."""

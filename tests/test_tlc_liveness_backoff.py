@@ -16,7 +16,7 @@ import pytest
 from kraftcore.paths import REPO_ROOT
 from kraftcore.tlc.cfg import parse_cfg
 from kraftcore.tlc.manifest import load_manifest
-from kraftcore.tlc.runner import run_config
+from tlc_memo import config_group, manifest_run
 
 SPEC = REPO_ROOT / "spec" / "KRaftBackoff.tla"
 MODULE = "spec/MCKRaftBackoff.tla"
@@ -82,12 +82,12 @@ def _roles(state):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("kraft-bug-liveness-no-backoff")
 def test_without_back_off_the_candidates_gridlock(tlc_toolchain):
     """KIP-595 §"Vote Response Handling", Note on Gridlocked Elections: "if each voter becomes
     a candidate at the same time and votes for itself".  After the faults stop, without the
     back-off both voters end as self-voted non-leaders of the last epoch, for ever."""
-    r = run_config(_entry("kraft-bug-liveness-no-backoff"))
+    r = manifest_run("kraft-bug-liveness-no-backoff")
     assert r.as_expected and r.violated == "QuorumEventuallyLedByMajority", r.mismatches
     for s in _loop(r):
         assert s["faultsStopped"] is True
@@ -96,14 +96,14 @@ def test_without_back_off_the_candidates_gridlock(tlc_toolchain):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("kraft-bug-sim-liveness-observer-no-discovery")
 def test_tlc_simulation_mode_checks_temporal_properties(tlc_toolchain):
     """The planted bug (the observer never polls) breaks ObserverFindsLeaderAndCatchesUp in every
     behaviour: TLC -simulate must report it by name, so a simulation config that passes has
     really checked its properties."""
     e = _entry("kraft-bug-sim-liveness-observer-no-discovery")
     assert e.mode == "simulate"
-    r = run_config(e)
+    r = manifest_run(e.name)
     assert r.as_expected and r.violated == "ObserverFindsLeaderAndCatchesUp", r.mismatches
     assert r.counterexample
     # TLC 2.15's -simulate also reports <>[]P "violations" on lassos whose every loop state

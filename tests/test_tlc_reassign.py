@@ -16,7 +16,7 @@ import pytest
 
 from kraftcore.tlc.cfg import parse_cfg
 from kraftcore.tlc.manifest import load_manifest
-from kraftcore.tlc.runner import run_config
+from tlc_memo import config_group, manifest_run
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRIES = {e.name: e for e in load_manifest() if e.manifest.endswith("reassign.toml")}
@@ -53,7 +53,7 @@ def test_one_bug_config_per_rule_each_switching_only_its_rule():
         m = BUG_NAME.match(e.name)
         if e.name in SAFE_FINDINGS:
             # a rule whose violation breaks no safety invariant: an exhaustive ok run
-            assert e.profile == "bugs" and e.expect == "ok" and e.distinct_states, e.name
+            assert e.profile == "deep" and e.expect == "ok" and e.distinct_states, e.name
             continue
         assert e.profile in ("bugs", "deep") and e.expect != "ok", e.name
         cfg = parse_cfg(e.cfg_path)
@@ -90,11 +90,11 @@ def test_the_guide_quotes_the_pinned_counts():
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("reassign-bug-b-two-changes-in-flight")
 def test_two_changes_in_flight_counterexample(tlc_toolchain):
     """(b): the leader adds n3 while the addition of n2 is uncommitted, so n1 acts on
     {n1, n2, n3} while n2, which holds every committed record, still acts on {n1}."""
-    r = run_config(ENTRIES["reassign-bug-b-two-changes-in-flight"])
+    r = manifest_run("reassign-bug-b-two-changes-in-flight")
     assert r.violated == "VoterSetsDifferByAtMostOne"
     last = r.counterexample[-1]
     assert last.action == "AddVoter"
@@ -103,21 +103,21 @@ def test_two_changes_in_flight_counterexample(tlc_toolchain):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("reassign-bug-e-persist-uncommitted")
 def test_persist_uncommitted_counterexample(tlc_toolchain):
     """(e): the quorum-state file records the leader's uncommitted VoterAssignment."""
-    r = run_config(ENTRIES["reassign-bug-e-persist-uncommitted"])
+    r = manifest_run("reassign-bug-e-persist-uncommitted")
     assert r.violated == "VoterSetFollowsLog"
     last = r.counterexample[-1].state
     assert any(qs["offset"] > len(last["ghostCommitted"]) for qs in last["quorumState"].values())
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("reassign-bug-d-no-revert-on-truncate")
 def test_no_revert_on_truncate_counterexample(tlc_toolchain):
     """(d): n1's "remove n2" is truncated by n2, leader of epoch 2, which then removes n3; n1,
     which holds every committed record, still acts on {n1, n3} while n2 acts on {n1, n2}."""
-    r = run_config(ENTRIES["reassign-bug-d-no-revert-on-truncate"])
+    r = manifest_run("reassign-bug-d-no-revert-on-truncate")
     assert r.violated == "VoterSetsDifferByAtMostOne"
     last = r.counterexample[-1]
     assert last.action == "RemoveVoter"
@@ -147,23 +147,23 @@ def _cancel_witness_story(r):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("reassign-ci-witness-cancel")
 def test_cancellation_witness_counterexample(tlc_toolchain):
     """KIP-642 §"Cancellation": a null request in the middle of {n1} -> {n1, n2, n3}, after an
     observer's promotion, completes with CurrentVoters = the voters at that time."""
-    r = run_config(ENTRIES["reassign-ci-witness-cancel"])
+    r = manifest_run("reassign-ci-witness-cancel")
     assert r.violated == "NoCancellationCompletedMidReassignment"
     _cancel_witness_story(r)
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
+@config_group("reassign-ci-witness-resigned-leader-removed")
 def test_resigned_leader_removed_by_the_next_leader_in_one_behaviour(tlc_toolchain):
     """Step 6b then step 5 in ONE behaviour: n1, the last RemovingVoter, resigns (it stays a
     voter), n2 leads epoch 2, removes n1 and answers its Fetch with NOT_FOLLOWER.  (The steps
     of ResignWitnessSpec are unnamed in TLC's trace, its Next being Next /\\ the history
     update: the story is read from the states.)"""
-    r = run_config(ENTRIES["reassign-ci-witness-resigned-leader-removed"])
+    r = manifest_run("reassign-ci-witness-resigned-leader-removed")
     assert r.violated == "NoResignedLeaderToldNotFollower"
     states = [s.state for s in r.counterexample]
     resign = next(k for k in range(1, len(states))

@@ -74,3 +74,21 @@ def test_users_workers_kept_with_jobs(fake):
 def test_jobs_below_one_refused():
     with pytest.raises(ValueError, match="at least 1"):
         tlc_cmd.run_entries(_entries([1]), show_progress=False, jobs=0)
+
+
+def test_the_default_is_two_runs_at_once_on_two_cores_or_more(monkeypatch):
+    for cpus, expected in ((None, 1), (1, 1), (2, 2), (16, 2)):
+        monkeypatch.setattr(tlc_cmd.os, "cpu_count", lambda c=cpus: c)
+        assert tlc_cmd.default_jobs() == expected
+
+
+def test_kraftcheck_tlc_workers_sets_the_workers_of_runs_that_do_not_ask(monkeypatch, tmp_path):
+    from kraftcore.tlc import runner
+    monkeypatch.setenv("KRAFTCHECK_TLC_WORKERS", "3")
+    assert runner.workers_from_env() == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("KRAFTCHECK_TLC_WORKERS", bad)
+        with pytest.raises(ValueError, match="KRAFTCHECK_TLC_WORKERS"):
+            runner.workers_from_env()
+    monkeypatch.delenv("KRAFTCHECK_TLC_WORKERS")
+    assert runner.workers_from_env() is None

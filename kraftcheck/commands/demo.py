@@ -31,7 +31,7 @@ from pathlib import Path
 
 import typer
 
-from kraftcheck.commands.tlc import run_entries
+from kraftcheck.commands.tlc import default_jobs, run_entries
 from kraftcore.output import console, err_console, print_json, write_atomic
 from kraftcore.paths import REPO_ROOT
 from kraftcore.tlc.java import ToolchainError, toolchain
@@ -44,7 +44,7 @@ def _stage_tlc(profile: str, only: str | None, show: bool) -> dict:
     entries = [e for e in load_manifest() if e.profile == profile
                and (only is None or re.search(only, e.name))]
     t0 = time.monotonic()
-    results = run_entries(entries, show_progress=show)
+    results = run_entries(entries, show_progress=show, jobs=default_jobs())
     if show:
         console.print(suite_table(results))
     return {

@@ -108,6 +108,17 @@ def stage_model(entry: ConfigEntry, run_dir: Path) -> Path:
     return model / entry.module_path.name
 
 
+def workers_from_env() -> int | None:
+    """KRAFTCHECK_TLC_WORKERS: the TLC workers of every run that does not ask for a number
+    (the test suite sets 1 under pytest-xdist, so two TLC runs share the two cores)."""
+    raw = os.environ.get("KRAFTCHECK_TLC_WORKERS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"KRAFTCHECK_TLC_WORKERS must be a positive integer, got {raw!r}")
+    return int(raw)
+
+
 def build_command(entry: ConfigEntry, run_dir: Path, workers: int | None = None,
                   dump: Path | None = None, seed: int | None = None) -> list[str]:
     tc = toolchain()
@@ -117,7 +128,7 @@ def build_command(entry: ConfigEntry, run_dir: Path, workers: int | None = None,
     heap = os.environ.get("KRAFTCHECK_TLC_HEAP", "4g")
     cmd = [tc.java, "-XX:+UseParallelGC", f"-Xmx{heap}", f"-Djava.io.tmpdir={tmp}",
            "-cp", str(tc.jar), "tlc2.TLC", "-tool",
-           "-workers", str(workers or entry.workers),
+           "-workers", str(workers or workers_from_env() or entry.workers),
            "-config", f"{entry.name}.cfg", "-metadir", str(run_dir / "meta")]
     if not entry.check_deadlock:
         cmd.append("-deadlock")

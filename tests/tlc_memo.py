@@ -1,0 +1,32 @@
+"""One TLC run per manifest config per test process.
+
+tests/test_spec_models.py checks every ci and bugs config of tlc_configs/*.toml; other tests
+read the counterexample of some of those configs.  They share the run: each such test carries
+the config's xdist group (`config_group(name)`), so pytest-xdist's loadgroup scheduling sends
+them to the same process, where `manifest_run(name)` runs TLC once.  Configs of different
+groups spread over both test processes.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from kraftcore.tlc.manifest import load_manifest
+from kraftcore.tlc.runner import TLCResult, run_config
+
+ENTRIES = {e.name: e for e in load_manifest()}
+
+
+def config_group(name: str) -> pytest.MarkDecorator:
+    if name not in ENTRIES:
+        raise KeyError(f"{name} is not a config of tlc_configs/*.toml")
+    return pytest.mark.xdist_group(f"tlc:{name}")
+
+
+@functools.cache
+def manifest_run(name: str) -> TLCResult:
+    """TLC on the manifest's config `name`, with its own bounds and worker count (or
+    KRAFTCHECK_TLC_WORKERS); the result is shared by every test of this process."""
+    return run_config(ENTRIES[name])
