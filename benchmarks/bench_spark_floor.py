@@ -1,0 +1,98 @@
+"""The floor of any Spark job over a trace corpus: what Spark itself costs to read it.
+
+Issue 16 asks `kraftcheck stats` for 4x the old code's events/s on local[2].  Whatever the job
+does after reading, it pays at least one scan of the JSON Lines.  This benchmark measures that
+scan alone, in three levels, each a full pass over the corpus written to Spark's `noop` sink
+(no output, nothing collected):
+
+  text       spark.read.text: the lines, no parsing
+  from_json  the lines parsed with the job's explicit schema (schema.LINE), as ingest does
+  keyed      + the 128-bit xxhash64 key of each state's text (ingest.STATE_KEY's work)
+
+    .venv/bin/python benchmarks/bench_spark_floor.py --corpus DIR [--json]
+
+Prints seconds, events/s and MB/s of JSON for each level; with --target-seconds T also the
+largest share of T the scan leaves to the rest of the job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from spark_trace_analysis import ingest  # noqa: E402
+from spark_trace_analysis.schema import LINE  # noqa: E402
+from spark_trace_analysis.session import get_session  # noqa: E402
+
+
+def _count_events(files: list[str]) -> int:
+    """Step lines (events) of the corpus: lines minus one header and one footer per file's
+    traces, counted the way bench_spark.py counts them (`"kind": "step"` lines)."""
+    n = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            for line in fh:
+                if b'"kind":"step"' in line or b'"kind": "step"' in line:
+                    n += 1
+    return n
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", required=True, help="a folder of *.jsonl trace files")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--driver-memory", default="2g")
+    ap.add_argument("--target-seconds", type=float, default=None,
+                    help="a job's wall-time goal: print what the scan leaves of it")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args(argv)
+
+    files = ingest.expand_inputs([a.corpus])
+    size = ingest.input_bytes(files) or 0
+    done = Path(a.corpus) / "DONE"      # bench_spark.py's corpora record their event count
+    events = int(done.read_text()) if done.is_file() else _count_events(files)
+    from pyspark.sql import functions as F
+
+    spark = get_session(a.master, app_name="kraftcheck-floor", driver_memory=a.driver_memory)
+    levels = {
+        "text": lambda df: df,
+        "from_json": lambda df: df.select(F.from_json("value", LINE).alias("j")).select("j.*"),
+        "keyed": lambda df: (df.select(F.from_json("value", LINE).alias("j"))
+                             .select("j.kind", "j.trace_id", "j.step", "j.action",
+                                     F.xxhash64("j.state").alias("k1"),
+                                     F.xxhash64(F.lit("kraftcheck"), "j.state").alias("k2"))),
+    }
+    rows = []
+    for name, build in levels.items():
+        t0 = time.monotonic()
+        build(spark.read.text(files)).write.format("noop").mode("overwrite").save()
+        sec = time.monotonic() - t0
+        rows.append({"level": name, "seconds": round(sec, 1),
+                     "events_per_s": round(events / sec), "mb_per_s": round(size / 2**20 / sec, 1)})
+    spark.stop()
+    out = {"corpus": a.corpus, "files": len(files), "events": events, "mib": round(size / 2**20, 1),
+           "master": a.master, "levels": rows}
+    if a.target_seconds:
+        keyed = rows[-1]["seconds"]
+        out["target_seconds"] = a.target_seconds
+        out["left_for_the_rest"] = round(a.target_seconds - keyed, 1)
+    if a.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{events:,} events, {out['mib']:,} MiB of JSON, {len(files)} files, {a.master}")
+        for r in rows:
+            print(f"  {r['level']:<10} {r['seconds']:>8.1f} s  {r['events_per_s']:>10,} events/s"
+                  f"  {r['mb_per_s']:>7.1f} MB/s")
+        if a.target_seconds:
+            print(f"  a job of {a.target_seconds:.0f} s has {out['left_for_the_rest']:.1f} s left "
+                  "after the keyed scan")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
