@@ -19,7 +19,7 @@ Stages, each reported in the summary (out/demo/summary.json):
   8. reassign  KIP-642 (issue 12): a reassignment corpus under chaos (no invariant violated,
                reassignments completing: time to complete, epochs per reassignment), a corpus
                inside reassign-graph-grow's bounds validated against spec/KRaftReassign.tla
-               (full-graph mode), and each planted reassignment bug flagged at its seed
+               (full-graph mode), and each planted reassignment bug flagged within 50 seeds
 """
 
 from __future__ import annotations
@@ -99,18 +99,17 @@ def _stage_liveness(seeds: int, show: bool) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
-# KIP-642: planted reassignment bugs and a seed at which the simulator flags each (chaos)
-REASSIGN_BUG_SEEDS = {
-    "reassign-before-epoch-commit": 4, "reassign-two-changes-in-flight": 0, "reassign-follower-acts-on-commit": 0,
-    "reassign-persists-uncommitted": 0, "reassign-votes-for-non-voter": 24,
-    "reassign-majority-of-target": 4,
-}
+# KIP-642: each planted reassignment bug (refimpl/bugs.py) must be flagged by the simulator's
+# online invariants within this many seeds (chaos, 2,000 steps); the demo reports the first.
+# The full benchmark (benchmarks/bench_reassign_detection.py) allows 1,000.
+REASSIGN_BUG_SEED_LIMIT = 50
 REASSIGN_GRAPH = "reassign-graph-grow"
 
 
 def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
     """KIP-642 reassignment end to end, small: simulate (chaos, unbounded), metrics, validate
     a bounded corpus against the spec, and the planted bugs flagged."""
+    from refimpl.bugs import bugs_for
     from refimpl.kraft.reassign_adapter import ReassignAdapter
     from refimpl.sim.corpus import simulate_corpus
     from refimpl.sim.faults import get_profile
@@ -124,22 +123,29 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
     m = simulate_corpus(protocol="reassign", seeds=range(seeds), faults="chaos", steps=1500,
                         out=chaos, show_progress=show)
     violations = sum(len(t.get("invariant_violations", [])) for t in m["traces"])
-    items = [x for f in sorted(chaos.glob("*.jsonl")) for x in trace_file_reassignments(f)]
-    metrics = summarize(items)
     g = simulate_corpus(protocol="reassign", seeds=range(seeds), faults="lossy", steps=200,
                         out=graph, bounds=str(REPO_ROOT / "tlc_configs" / f"{REASSIGN_GRAPH}.cfg"),
                         show_progress=show)
     violations += sum(len(t.get("invariant_violations", [])) for t in g["traces"])
+    # the metrics over both corpora: under chaos (faults for ever) few reassignments complete
+    # within 1,500 steps, the bounded lossy runs complete theirs (docs/refimpl-reassign.md)
+    items = [x for d in (chaos, graph) for f in sorted(d.glob("*.jsonl"))
+             for x in trace_file_reassignments(f)]
+    metrics = summarize(items)
     v = validate_corpus([graph], graph=REASSIGN_GRAPH,
                         out=out / "validate" / "reassign-graph-lossy", max_out_of_scope=0)
     write_atomic(out / "verdicts" / "reassign-graph-lossy.json",
                  json.dumps(v, indent=2, default=str) + "\n")
     bugs = []
-    for bug, seed in REASSIGN_BUG_SEEDS.items():
-        r = run_one(ReassignAdapter(None, bug), seed, get_profile("chaos"), 2000, trace=False,
-                    bug=bug)
-        bugs.append({"bug": bug, "seed": seed,
-                     "flagged_by": r.violations[0]["invariant"] if r.violations else None})
+    for planted in bugs_for("reassign"):
+        found = {"bug": planted.name, "seed": None, "flagged_by": None}
+        for seed in range(REASSIGN_BUG_SEED_LIMIT):
+            r = run_one(ReassignAdapter(None, planted.name), seed, get_profile("chaos"), 2000,
+                        trace=False, bug=planted.name)
+            if r.violations:
+                found.update(seed=seed, flagged_by=r.violations[0]["invariant"])
+                break
+        bugs.append(found)
     ok = (violations == 0 and metrics["completed"] > 0 and bool(v.get("ok"))
           and all(b["flagged_by"] for b in bugs))
     return {"stage": "reassign", "ok": ok, "traces": len(m["traces"]) + len(g["traces"]),
@@ -320,7 +326,9 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                               f"{mt['epochs_per_reassignment_mean']}; validate {vd['config']} "
                               f"({vd['mode']}): {vd['counts']}")
                 console.print("reassign: planted bugs flagged: " + ", ".join(
-                    f"{b['bug']} by {b['flagged_by']}" for b in s["bugs"]))
+                    f"{b['bug']} at seed {b['seed']} by {b['flagged_by']}"
+                    if b["flagged_by"] else f"{b['bug']} NOT flagged in "
+                    f"{REASSIGN_BUG_SEED_LIMIT} seeds" for b in s["bugs"]))
                 console.print(f"reassign: {s['seconds']}s  {mark}")
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
