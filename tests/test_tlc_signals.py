@@ -48,6 +48,13 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def _default_sigint() -> None:
+    """kraftcheck as a terminal starts it: SIGINT at its default.  A test run started in the
+    background by a non-interactive shell (`(make test &)`) inherits SIGINT ignored, and Python
+    then installs no KeyboardInterrupt handler, so the SIGINT case would wait for nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_stops_the_jvm_and_leaves_no_partial_dump(sig, tmp_path, tlc_toolchain):
     dump = tmp_path / "graph.dot"
@@ -55,7 +62,8 @@ def test_a_signal_stops_the_jvm_and_leaves_no_partial_dump(sig, tmp_path, tlc_to
     # kraft-ci-lossy explores ~1M states: minutes, so it is surely running when signalled
     p = subprocess.Popen([sys.executable, "-m", "kraftcheck", "tlc", "run", "kraft-ci-lossy",
                           "--workers", "1", "--dump", str(dump)], cwd=REPO_ROOT, env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=_default_sigint)
     try:
         jvm = None
         deadline = time.monotonic() + 300
