@@ -28,7 +28,7 @@ from rich.table import Table  # noqa: E402
 from refimpl.bugs import bugs_for  # noqa: E402
 from refimpl.kraft.reassign_adapter import ReassignAdapter  # noqa: E402
 from refimpl.sim.faults import get_profile  # noqa: E402
-from refimpl.sim.simulator import run_one  # noqa: E402
+from refimpl.sim.simulator import first_flagged_seed, run_one  # noqa: E402
 
 
 def run(seed: int, faults: str, steps: int, bug: str | None):
@@ -52,13 +52,9 @@ def main(argv=None) -> int:
         for b in bugs:
             task = progress.add_task(b.name, total=a.bug_seeds)
             t0 = time.monotonic()
-            first = None
-            for seed in range(a.bug_seeds):
-                r = run(seed, a.faults, a.steps, b.name)
-                progress.advance(task)
-                if r.violations:
-                    first = (seed, r.violations[0]["invariant"])
-                    break
+            first = first_flagged_seed(lambda b=b.name: ReassignAdapter(None, b), b.name,
+                                       a.bug_seeds, get_profile(a.faults), a.steps,
+                                       on_seed=lambda _s, t=task: progress.advance(t))
             progress.remove_task(task)
             rows.append({"bug": b.name, "flagged": first is not None,
                          "first_seed": first[0] if first else None,

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from kraftcore.tlc.manifest import load_manifest
-from kraftcore.tlc.runner import run_config
 from tlc_memo import config_group, manifest_run
 
 ENTRIES = load_manifest()
@@ -24,7 +23,7 @@ def _params(profile: str, marks=()):
 
 
 def _check(entry):
-    r = manifest_run(entry.name) if entry.profile != "deep" else run_config(entry)
+    r = manifest_run(entry.name)
     detail = "; ".join(r.mismatches + [str(e) for e in r.errors])
     assert r.as_expected, f"{entry.name}: {detail} (log: {r.log})"
     return r

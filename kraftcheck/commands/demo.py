@@ -113,7 +113,7 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
     from refimpl.kraft.reassign_adapter import ReassignAdapter
     from refimpl.sim.corpus import simulate_corpus
     from refimpl.sim.faults import get_profile
-    from refimpl.sim.simulator import run_one
+    from refimpl.sim.simulator import first_flagged_seed
     from spark_trace_analysis.reassign_metrics import summarize, trace_file_reassignments
     from trace_checker.corpus import validate_corpus
     t0 = time.monotonic()
@@ -138,14 +138,10 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
                  json.dumps(v, indent=2, default=str) + "\n")
     bugs = []
     for planted in bugs_for("reassign"):
-        found = {"bug": planted.name, "seed": None, "flagged_by": None}
-        for seed in range(REASSIGN_BUG_SEED_LIMIT):
-            r = run_one(ReassignAdapter(None, planted.name), seed, get_profile("chaos"), 2000,
-                        trace=False, bug=planted.name)
-            if r.violations:
-                found.update(seed=seed, flagged_by=r.violations[0]["invariant"])
-                break
-        bugs.append(found)
+        first = first_flagged_seed(lambda b=planted.name: ReassignAdapter(None, b), planted.name,
+                                   REASSIGN_BUG_SEED_LIMIT, get_profile("chaos"), 2000)
+        bugs.append({"bug": planted.name, "seed": first[0] if first else None,
+                     "flagged_by": first[1] if first else None})
     ok = (violations == 0 and metrics["completed"] > 0 and bool(v.get("ok"))
           and all(b["flagged_by"] for b in bugs))
     return {"stage": "reassign", "ok": ok, "traces": len(m["traces"]) + len(g["traces"]),

@@ -37,7 +37,8 @@ from refimpl.sim.protocol import (
 from refimpl.sim.scenario import Scenario, ScenarioError
 from refimpl.trace.format import footer_obj, header_obj, step_line
 
-__all__ = ["Simulator", "SimResult", "run_one", "LIVENESS", "DEFAULT_LIVENESS_BOUND_MS"]
+__all__ = ["Simulator", "SimResult", "run_one", "first_flagged_seed", "LIVENESS",
+           "DEFAULT_LIVENESS_BOUND_MS"]
 
 # event kinds (the order breaks no ties: (time, seq) does)
 (_DELIVER, _DUPLICATE, _TIMER, _CLIENT, _CRASH, _RESTART, _PARTITION, _HEAL, _SCENARIO,
@@ -655,3 +656,18 @@ class Simulator:
 def run_one(adapter: ProtocolAdapter, seed: int, profile: FaultProfile, max_steps: int,
             **kw) -> SimResult:
     return Simulator(adapter, seed, profile, max_steps, **kw).run()
+
+
+def first_flagged_seed(make_adapter: Callable[[], ProtocolAdapter], bug: str, seeds: int,
+                       profile: FaultProfile, max_steps: int,
+                       on_seed: Callable[[int], None] | None = None) -> tuple[int, str] | None:
+    """A planted bug's detection: runs seeds 0, 1, ... (untraced) until the online invariants
+    flag one; (that seed, the first violated invariant), or None within `seeds` seeds.
+    `on_seed` is called after each run (progress)."""
+    for seed in range(seeds):
+        r = run_one(make_adapter(), seed, profile, max_steps, trace=False, bug=bug)
+        if on_seed is not None:
+            on_seed(seed)
+        if r.violations:
+            return seed, r.violations[0]["invariant"]
+    return None
