@@ -9,7 +9,18 @@ scan alone, in three levels, each a full pass over the corpus written to Spark's
   from_json  the lines parsed with the job's explicit schema (schema.LINE), as ingest does
   keyed      + the 128-bit xxhash64 key of each state's text (ingest.STATE_KEY's work)
 
-    .venv/bin/python benchmarks/bench_spark_floor.py --corpus DIR [--json]
+With --tables, two more levels give the floor of a job that writes the same tables:
+
+  one_table  the job's own parse (ingest.parse_lines: every per-line check, the key) written
+             once as Parquet, every column kept (the state text of every event, as `steps`
+             holds it): the one table of 10M rows any such job writes
+  window     that table read back and one window over each trace in step order (lag and lead
+             of narrow columns, into `noop`): the per-trace sort the metrics need
+
+  one_table + window is the floor: a job producing `steps` and the per-step metrics cannot take
+  less, whatever its layout.
+
+    .venv/bin/python benchmarks/bench_spark_floor.py --corpus DIR [--tables] [--json]
 
 Prints seconds, events/s and MB/s of JSON for each level; with --target-seconds T also the
 largest share of T the scan leaves to the rest of the job.
@@ -19,7 +30,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +55,41 @@ def _count_events(files: list[str]) -> int:
     return n
 
 
+def _table_levels(spark, files: list[str], events: int, size: int) -> list[dict]:
+    """The one_table and window levels (see the module's text), and their sum as `floor`."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from spark_trace_analysis.vocabulary import known_actions
+
+    common = set().union(*(known_actions(p) for p in ("kraft", "elr")))
+    tmp = Path(tempfile.mkdtemp(prefix="kraftcheck-floor-"))
+    rows = []
+
+    def timed(name, fn):
+        t0 = time.monotonic()
+        fn()
+        sec = time.monotonic() - t0
+        rows.append({"level": name, "seconds": round(sec, 1),
+                     "events_per_s": round(events / sec), "mb_per_s": round(size / 2**20 / sec, 1)})
+        return sec
+
+    try:
+        a = timed("one_table", lambda: ingest.parse_lines(ingest.read_lines(spark, files), common)
+                  .write.mode("overwrite").parquet(str(tmp / "lines")))
+        st = spark.read.parquet(str(tmp / "lines")).filter(F.col("kind") == "step")
+        w = Window.partitionBy("trace_id").orderBy("step")
+        b = timed("window", lambda: st.select(
+            "trace_id", "step", "time_ms", F.lag("time_ms").over(w).alias("prev"),
+            F.lead("time_ms").over(w).alias("next")).write.format("noop").mode("overwrite").save())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    sec = a + b
+    rows.append({"level": "floor", "seconds": round(sec, 1), "events_per_s": round(events / sec),
+                 "mb_per_s": round(size / 2**20 / sec, 1)})
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--corpus", required=True, help="a folder of *.jsonl trace files")
@@ -49,6 +97,8 @@ def main(argv=None) -> int:
     ap.add_argument("--driver-memory", default="2g")
     ap.add_argument("--target-seconds", type=float, default=None,
                     help="a job's wall-time goal: print what the scan leaves of it")
+    ap.add_argument("--tables", action="store_true",
+                    help="also the one_table and window levels (the floor of the same tables)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
 
@@ -74,13 +124,18 @@ def main(argv=None) -> int:
         sec = time.monotonic() - t0
         rows.append({"level": name, "seconds": round(sec, 1),
                      "events_per_s": round(events / sec), "mb_per_s": round(size / 2**20 / sec, 1)})
+    if a.tables:
+        rows += _table_levels(spark, files, events, size)
     spark.stop()
     out = {"corpus": a.corpus, "files": len(files), "events": events, "mib": round(size / 2**20, 1),
            "master": a.master, "levels": rows}
     if a.target_seconds:
-        keyed = rows[-1]["seconds"]
+        keyed = next(r["seconds"] for r in rows if r["level"] == "keyed")
         out["target_seconds"] = a.target_seconds
         out["left_for_the_rest"] = round(a.target_seconds - keyed, 1)
+        if a.tables:
+            floor = rows[-1]["seconds"]
+            out["left_after_the_floor"] = round(a.target_seconds - floor, 1)
     if a.json:
         print(json.dumps(out, indent=2))
     else:
@@ -91,6 +146,9 @@ def main(argv=None) -> int:
         if a.target_seconds:
             print(f"  a job of {a.target_seconds:.0f} s has {out['left_for_the_rest']:.1f} s left "
                   "after the keyed scan")
+            if a.tables:
+                print(f"  and {out['left_after_the_floor']:.1f} s left after the floor of the "
+                      "same tables")
     return 0
 
 
