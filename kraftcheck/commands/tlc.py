@@ -16,7 +16,7 @@ from kraftcore.output import console, err_console, print_json
 from kraftcore.tlc.java import ToolchainError, toolchain
 from kraftcore.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
 from kraftcheck.tlc.report import print_result, suite_table
-from kraftcore.tlc.runner import TLCResult, run_config
+from kraftcore.tlc.runner import RecoverError, TLCResult, run_config
 
 tlc_app = typer.Typer(help="Model-check the TLA+ specs with TLC (configs in tlc_configs/).",
                       no_args_is_help=True)
@@ -107,10 +107,16 @@ def run(config: str = typer.Argument(..., help="Config name or tlc_configs/NAME.
         dump: Path = typer.Option(None, help="Also dump the state graph (dot, action labels)."),
         diagram: Path = typer.Option(None, help="Draw the counterexample as a message-sequence "
                                                 "chart per replica (.svg, .png or .pdf)."),
+        recover: Path = typer.Option(None, help="Resume from the TLC checkpoint a stopped run "
+                                                "kept (its `checkpoint`); refused if the spec "
+                                                "or config changed since."),
+        checkpoint_minutes: int = typer.Option(None, min=1, help="TLC's checkpoint interval "
+                                                                 "(default 30 minutes)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Run TLC on one config; exit 1 unless the outcome is the expected one.
 
-    With --diagram, exit 1 also when TLC found no counterexample to draw."""
+    With --diagram, exit 1 also when TLC found no counterexample to draw.  A run stopped by its
+    timeout keeps TLC's last checkpoint and prints it: `--recover` resumes from there."""
     from kraftcheck.tlc.diagram import FORMATS, DiagramError, draw_counterexample
 
     if diagram is not None and diagram.suffix.lower() not in FORMATS:
@@ -122,9 +128,15 @@ def run(config: str = typer.Argument(..., help="Config name or tlc_configs/NAME.
         _fail(str(e), as_json)
     with _progress(not as_json) as prog:
         task = prog.add_task(entry.name, total=None, stats="starting")
-        r = run_config(entry, workers=workers, timeout=timeout, dump=dump.resolve() if dump else None,
-                       progress=lambda g, d, q: prog.update(
-                           task, stats=f"{d:,} distinct, {g:,} generated, {q:,} queued"))
+        try:
+            r = run_config(entry, workers=workers, timeout=timeout,
+                           dump=dump.resolve() if dump else None, recover=recover,
+                           checkpoint_minutes=checkpoint_minutes,
+                           progress=lambda g, d, q: prog.update(
+                               task, stats=f"{d:,} distinct, {g:,} generated, {q:,} queued"))
+        except RecoverError as e:
+            prog.stop()
+            _fail(f"--recover {e}", as_json)
     drawn = None
     if diagram is not None:
         try:

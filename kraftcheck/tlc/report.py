@@ -72,5 +72,14 @@ def print_result(console: Console, r: TLCResult, show_counterexample: bool = Tru
         console.print(f"  [red]- {escape(why)}[/]")
     for e in r.errors:
         console.print(f"  [red]error:[/] {escape(str(e))}")
+    if r.recovered_from:
+        console.print(f"  resumed from the checkpoint {escape(r.recovered_from)}")
+    if r.progress_at_stop:
+        p = r.progress_at_stop
+        console.print(f"  stopped at depth {p['depth']}: {p['distinct']:,} distinct states, "
+                      f"{p['generated']:,} generated, {p['queue']:,} on the queue")
+    if r.checkpoint:
+        console.print(f"  checkpoint kept: resume with `kraftcheck tlc run {escape(r.name)} "
+                      f"--recover {escape(r.checkpoint)}`")
     if show_counterexample and r.counterexample:
         console.print(counterexample_table(r))

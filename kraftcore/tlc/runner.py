@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -47,6 +48,12 @@ class TLCResult:
     dump: str | None = None
     returncode: int | None = None
     system_errors: list[str] = field(default_factory=list)
+    # a run stopped before TLC ended (timeout): the last progress TLC reported, and the TLC
+    # checkpoint kept to resume from (`kraftcheck tlc run NAME --recover CHECKPOINT`), if TLC
+    # had written one (every `checkpoint_minutes`; TLC's default 30)
+    progress_at_stop: dict | None = None
+    checkpoint: str | None = None
+    recovered_from: str | None = None
 
     def unavailable(self) -> str | None:
         """Why TLC could not do its job at all (the JVM or TLC did not start: a bad heap
@@ -66,7 +73,8 @@ class TLCResult:
         d = {k: getattr(self, k) for k in (
             "name", "spec", "cfg", "profile", "mode", "status", "violated", "expected",
             "as_expected", "distinct_states", "generated_states", "depth", "seconds",
-            "mismatches", "tlc_version", "log", "dump")}
+            "mismatches", "tlc_version", "log", "dump", "progress_at_stop", "checkpoint",
+            "recovered_from")}
         d["seconds"] = round(self.seconds, 2)
         d["errors"] = [{"message": e.message, "module": e.module, "line": e.line,
                         "column": e.column} for e in self.errors]
@@ -81,9 +89,14 @@ class TLCResult:
 def _run_dir(name: str) -> Path:
     """The run's scratch folder, one per config and process: two processes checking the same
     config at once (a test worker building a graph while another runs the config, a user's
-    suite beside `kraftcheck validate`) never share TLC's states/ or model/ folders."""
+    suite beside `kraftcheck validate`) never share TLC's states/ or model/ folders.  An
+    earlier run's folder is reused, except one that kept a checkpoint (a stopped run, to be
+    resumed): the new run then gets the next free `.N` suffix."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) + f".{os.getpid()}"
-    d = work_dir() / "tlc" / safe
+    base = work_dir() / "tlc"
+    d, n = base / safe, 1
+    while find_checkpoint(d / "meta") is not None:
+        d, n = base / f"{safe}.{n}", n + 1
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)
     d.mkdir(parents=True)
@@ -119,10 +132,62 @@ def workers_from_env() -> int | None:
     return int(raw)
 
 
+class RecoverError(ValueError):
+    """A checkpoint that cannot be resumed (not one, or taken of other model files)."""
+
+
+MODEL_DIGEST = "model.sha256"
+
+
+def model_digest(model: Path) -> str:
+    """SHA-256 over the staged model's files (names and contents, in name order): a
+    checkpoint is resumed only with the very modules and config it was taken of."""
+    h = hashlib.sha256()
+    for f in sorted(model.iterdir()):
+        if f.is_file():
+            h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def find_checkpoint(meta: Path) -> Path | None:
+    """The folder of TLC's last complete checkpoint under a run's -metadir (TLC writes
+    `*.chkpt` files into its one timestamped folder there), or None."""
+    if not meta.is_dir():
+        return None
+    found = [d for d in meta.iterdir() if d.is_dir() and any(d.glob("*.chkpt"))]
+    return max(found, key=lambda d: d.stat().st_mtime) if found else None
+
+
+def check_recover(entry: ConfigEntry, checkpoint: Path, model: Path) -> Path:
+    """Fail closed unless `checkpoint` is a TLC checkpoint of this config's current model:
+    a resumed run must explore the same state space it started, or its counts mean nothing."""
+    checkpoint = Path(checkpoint).absolute()
+    if not checkpoint.is_dir() or not any(checkpoint.glob("*.chkpt")):
+        raise RecoverError(f"{checkpoint}: not a TLC checkpoint folder (no *.chkpt files)")
+    digest = checkpoint.parent.parent / MODEL_DIGEST
+    if not digest.is_file():
+        raise RecoverError(f"{checkpoint}: no {MODEL_DIGEST} beside it: not a checkpoint kept "
+                           "by `kraftcheck tlc run`")
+    want = digest.read_text(encoding="utf-8").split()
+    if len(want) != 2 or want[1] != entry.name:
+        raise RecoverError(f"{checkpoint}: a checkpoint of {want[1] if len(want) == 2 else '?'}, "
+                           f"not of {entry.name}")
+    if want[0] != model_digest(model):
+        raise RecoverError(f"{checkpoint}: the spec modules or the config of {entry.name} changed "
+                           "since the checkpoint was taken; it cannot be resumed")
+    return checkpoint
+
+
 def build_command(entry: ConfigEntry, run_dir: Path, workers: int | None = None,
-                  dump: Path | None = None, seed: int | None = None) -> list[str]:
+                  dump: Path | None = None, seed: int | None = None,
+                  recover: Path | None = None, checkpoint_minutes: int | None = None
+                  ) -> list[str]:
     tc = toolchain()
     module = stage_model(entry, run_dir)
+    if recover is not None:
+        recover = check_recover(entry, recover, module.parent)
+    (run_dir / MODEL_DIGEST).write_text(f"{model_digest(module.parent)} {entry.name}\n",
+                                        encoding="utf-8")
     tmp = run_dir / "tmp"
     tmp.mkdir(exist_ok=True)
     heap = os.environ.get("KRAFTCHECK_TLC_HEAP", "4g")
@@ -130,6 +195,12 @@ def build_command(entry: ConfigEntry, run_dir: Path, workers: int | None = None,
            "-cp", str(tc.jar), "tlc2.TLC", "-tool",
            "-workers", str(workers or workers_from_env() or entry.workers),
            "-config", f"{entry.name}.cfg", "-metadir", str(run_dir / "meta")]
+    if checkpoint_minutes is not None:
+        if checkpoint_minutes < 1:
+            raise ValueError(f"checkpoint minutes must be at least 1, not {checkpoint_minutes}")
+        cmd += ["-checkpoint", str(checkpoint_minutes)]
+    if recover is not None:
+        cmd += ["-recover", str(recover)]
     if not entry.check_deadlock:
         cmd.append("-deadlock")
     if entry.mode == "simulate":
@@ -166,10 +237,32 @@ def judge(entry: ConfigEntry, out: TLCOutcome, status: str) -> tuple[bool, list[
     return not why, why
 
 
+def judge_recovered(entry: ConfigEntry, out: TLCOutcome, status: str, ok: bool,
+                    why: list[str]) -> tuple[bool, list[str]]:
+    """The judgement of a run resumed with -recover.  Measured (README, "Resuming a long
+    run"): TLC 2.15 explores states again after a recovery, so a resumed run's distinct count
+    and depth are larger than an uninterrupted run's.  A pin can be neither confirmed nor
+    refuted by it: with pinned counts an ok run is not as expected (fail closed)."""
+    if status == "ok" and entry.mode == "bfs" and (
+            entry.distinct_states is not None or entry.depth is not None):
+        return False, [
+            "resumed with -recover: TLC 2.15's counts after a recovery are not exact "
+            f"({out.distinct_states} distinct, depth {out.depth}), so the pin "
+            f"({entry.distinct_states} distinct, depth {entry.depth}) is not checked; no "
+            "violation was found"]
+    return ok, why
+
+
 def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float | None = None,
                progress: ProgressFn | None = None, dump: Path | None = None,
-               seed: int | None = None) -> TLCResult:
-    """Run TLC on `entry` and judge the result.  TLC's scratch files go to the work folder."""
+               seed: int | None = None, recover: Path | None = None,
+               checkpoint_minutes: int | None = None) -> TLCResult:
+    """Run TLC on `entry` and judge the result.  TLC's scratch files go to the work folder.
+
+    recover: a checkpoint kept by an earlier run that was stopped (TLCResult.checkpoint):
+    TLC resumes from it (`-recover`), after a check that the model is the same (RecoverError
+    otherwise).  checkpoint_minutes: TLC's checkpoint interval (default 30).  A run stopped by
+    its timeout keeps its last checkpoint and reports it; any other end removes it."""
     run_dir = _run_dir(entry.name)
     # TLC writes the dump as it explores: it goes to a temporary name, renamed only when TLC
     # ended on its own (so an interrupted run never leaves a partial dump under `dump`)
@@ -177,7 +270,11 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
     if dump is not None:
         dump = Path(dump).absolute()
         dump_part = dump.with_name(f".{dump.name}.{os.getpid()}.part.dot")  # TLC adds .dot
-    cmd = build_command(entry, run_dir, workers, dump_part, seed)
+    try:
+        cmd = build_command(entry, run_dir, workers, dump_part, seed, recover, checkpoint_minutes)
+    except (RecoverError, ValueError):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     props = parse_cfg(entry.cfg_path).properties
     reader = ToolOutputReader(temporal_properties=props, source=entry.name)
     log_path = run_dir / "tlc.log"
@@ -185,7 +282,8 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
     t0 = time.monotonic()
     timed_out = False
     completed = False
-    with open(log_path, "w", encoding="utf-8", errors="backslashreplace") as log:
+    # line-buffered: a long run's log shows TLC's progress as it comes, not at the end
+    with open(log_path, "w", encoding="utf-8", errors="backslashreplace", buffering=1) as log:
         # TLC runs in its own process group: a terminal's Ctrl-C reaches kraftcheck only, and
         # kraftcheck stops the whole group (the JVM and anything it started) on every exit
         # path: normal end, timeout, KeyboardInterrupt, SIGTERM (see kraftcheck.cli).
@@ -228,7 +326,24 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
     if status == "timeout":
         out.errors = [e for e in out.errors if "stopped before" not in e.message]
     ok, why = judge(entry, out, status)
-    shutil.rmtree(run_dir / "meta", ignore_errors=True)
+    if recover is not None:
+        ok, why = judge_recovered(entry, out, status, ok, why)
+    stopped_at = kept = None
+    if status == "timeout":
+        if reader.progress is not None:
+            g, d, q = reader.progress
+            stopped_at = {"generated": g, "distinct": d, "queue": q,
+                          "depth": reader.progress_depth}
+        # TLC checkpoints into the folder it resumed from, else under this run's -metadir
+        where = [run_dir / "meta"] + ([Path(recover).absolute().parent] if recover else [])
+        found = [c for c in map(find_checkpoint, where) if c is not None]
+        kept = str(max(found, key=lambda d: d.stat().st_mtime)) if found else None
+    if kept is None:
+        shutil.rmtree(run_dir / "meta", ignore_errors=True)
+        if recover is not None and status in ("ok", "violation", "deadlock"):
+            # the resumed run ended with a verdict: the checkpoint it resumed from is spent
+            # (after an error it stays, to be resumed again)
+            shutil.rmtree(Path(recover).absolute(), ignore_errors=True)
     shutil.rmtree(run_dir / "model", ignore_errors=True)
     shutil.rmtree(run_dir / "tmp", ignore_errors=True)
     return TLCResult(
@@ -239,7 +354,8 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
         loop_back_to=out.loop_back_to, errors=out.errors, mismatches=why,
         tlc_version=out.tlc_version, command=cmd, log=str(log_path),
         dump=str(dump) if dump else None, returncode=proc.returncode,
-        system_errors=list(out.system_errors))
+        system_errors=list(out.system_errors), progress_at_stop=stopped_at, checkpoint=kept,
+        recovered_from=str(Path(recover).absolute()) if recover else None)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

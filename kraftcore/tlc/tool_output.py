@@ -136,6 +136,7 @@ class ToolOutputReader:
         self._last_file: str | None = None
         self._tail: list[str] = []          # the last unframed lines (the JVM's own errors)
         self.progress: tuple[int, int, int] | None = None  # generated, distinct, queue
+        self.progress_depth: int | None = None   # N of the last "Progress(N)": the BFS depth
 
     # -- feeding -----------------------------------------------------------------------------
     def feed(self, line: str) -> None:
@@ -217,6 +218,8 @@ class ToolOutputReader:
             if m:
                 g = m.groups()[-3:]
                 self.progress = (_int(g[0]), _int(g[1]), _int(g[2]))
+                if code == PROGRESS:
+                    self.progress_depth = int(m.group(1))
                 if code == STATS:
                     o.generated_states, o.distinct_states, o.queue_left = self.progress
         elif code == SIMULATION_PROGRESS:
