@@ -88,8 +88,12 @@ def test_the_5voter_zombie_config_and_its_witness_and_bug_have_the_same_bounds()
     assert {k: v for k, v in a.constants.items() if k != "BugProgressAnyFetch"} == \
         {k: v for k, v in b.constants.items() if k != "BugProgressAnyFetch"}
     assert b.constants["BugProgressAnyFetch"] is True and a.constants["BugProgressAnyFetch"] is False
-    for section in ("SYMMETRY", "VIEW"):
-        assert a.sections.get(section) == w.sections.get(section) == b.sections.get(section)
+    assert a.sections.get("SYMMETRY") == w.sections.get("SYMMETRY") == b.sections.get("SYMMETRY")
+    # The bug config drops the VIEW: TLC 2.15 cannot print a lasso found under VIEW and SYMMETRY
+    # together ("Failed to recover the next state from its fingerprint"); its graph is exact
+    # without it, only larger.
+    assert a.sections.get("VIEW") == w.sections.get("VIEW") and a.sections.get("VIEW")
+    assert b.sections.get("VIEW") is None
     assert _spec(ci) == _spec(bug) == "ZombieLiveSpec"
     assert {"ZombieLeaderStepsDown", "ProgressTimerSparesHeardLeader"} <= set(a.properties)
     assert ci.profile == "ci" and ci.expect == "ok" and ci.distinct_states
