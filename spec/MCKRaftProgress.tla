@@ -51,7 +51,9 @@ NoProgressTimerLiveSpec == ProgressSpec /\ Fairness
 (* order, and Resign, which needs a slot per other voter, cannot fire with *)
 (* one message in flight).  States equal in the view have the same enabled *)
 (* actions and successors equal up to what it leaves out, so a formula that*)
-(* does not mention it is checked exactly.                                 *)
+(* does not mention it is checked exactly.  The bug config                 *)
+(* kraft-bug-5voters-progress-any-fetch has no VIEW: TLC 2.15 cannot print *)
+(* a lasso found under VIEW and SYMMETRY together.                         *)
 (***************************************************************************)
 BlankHighWatermark(m) ==
     IF m.type = "FetchResponse" THEN [m EXCEPT !.highWatermark = -1] ELSE m
