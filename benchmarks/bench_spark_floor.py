@@ -55,6 +55,11 @@ def _count_events(files: list[str]) -> int:
     return n
 
 
+def _row(level: str, sec: float, events: int, size: int) -> dict:
+    return {"level": level, "seconds": round(sec, 1), "events_per_s": round(events / sec),
+            "mb_per_s": round(size / 2**20 / sec, 1)}
+
+
 def _table_levels(spark, files: list[str], events: int, size: int) -> list[dict]:
     """The one_table and window levels (see the module's text), and their sum as `floor`."""
     from pyspark.sql import Window
@@ -70,8 +75,7 @@ def _table_levels(spark, files: list[str], events: int, size: int) -> list[dict]
         t0 = time.monotonic()
         fn()
         sec = time.monotonic() - t0
-        rows.append({"level": name, "seconds": round(sec, 1),
-                     "events_per_s": round(events / sec), "mb_per_s": round(size / 2**20 / sec, 1)})
+        rows.append(_row(name, sec, events, size))
         return sec
 
     try:
@@ -84,9 +88,7 @@ def _table_levels(spark, files: list[str], events: int, size: int) -> list[dict]
             F.lead("time_ms").over(w).alias("next")).write.format("noop").mode("overwrite").save())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    sec = a + b
-    rows.append({"level": "floor", "seconds": round(sec, 1), "events_per_s": round(events / sec),
-                 "mb_per_s": round(size / 2**20 / sec, 1)})
+    rows.append(_row("floor", a + b, events, size))
     return rows
 
 
@@ -121,9 +123,7 @@ def main(argv=None) -> int:
     for name, build in levels.items():
         t0 = time.monotonic()
         build(spark.read.text(files)).write.format("noop").mode("overwrite").save()
-        sec = time.monotonic() - t0
-        rows.append({"level": name, "seconds": round(sec, 1),
-                     "events_per_s": round(events / sec), "mb_per_s": round(size / 2**20 / sec, 1)})
+        rows.append(_row(name, time.monotonic() - t0, events, size))
     if a.tables:
         rows += _table_levels(spark, files, events, size)
     spark.stop()

@@ -149,12 +149,11 @@ def model_digest(model: Path) -> str:
     return h.hexdigest()
 
 
-def find_checkpoint(meta: Path) -> Path | None:
-    """The folder of TLC's last complete checkpoint under a run's -metadir (TLC writes
-    `*.chkpt` files into its one timestamped folder there), or None."""
-    if not meta.is_dir():
-        return None
-    found = [d for d in meta.iterdir() if d.is_dir() and any(d.glob("*.chkpt"))]
+def find_checkpoint(*metas: Path) -> Path | None:
+    """The folder of TLC's latest complete checkpoint under the given -metadir folders (TLC
+    writes `*.chkpt` files into its one timestamped folder there), or None."""
+    found = [d for meta in metas if meta.is_dir() for d in meta.iterdir()
+             if d.is_dir() and any(d.glob("*.chkpt"))]
     return max(found, key=lambda d: d.stat().st_mtime) if found else None
 
 
@@ -336,8 +335,8 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
                           "depth": reader.progress_depth}
         # TLC checkpoints into the folder it resumed from, else under this run's -metadir
         where = [run_dir / "meta"] + ([Path(recover).absolute().parent] if recover else [])
-        found = [c for c in map(find_checkpoint, where) if c is not None]
-        kept = str(max(found, key=lambda d: d.stat().st_mtime)) if found else None
+        latest = find_checkpoint(*where)
+        kept = str(latest) if latest else None
     if kept is None:
         shutil.rmtree(run_dir / "meta", ignore_errors=True)
         if recover is not None and status in ("ok", "violation", "deadlock"):
