@@ -191,13 +191,24 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
             if a["in_graph"] and a["edges_visited"] == 0)
 
     say("protocol metrics")
-    # the per-step observations (one window over each trace) are computed once, then every
-    # per-step table (metrics.PER_STEP_TABLES) is a scan of them
-    metrics.per_step(steps).write.mode("overwrite").parquet(str(tmp / "_staging" / "per_step"))
-    ps = spark.read.parquet(str(tmp / "_staging" / "per_step"))
+    # One sort of the observed steps by trace and step (narrow rows: keys, times and the
+    # state's scalar observations), written once; the comparisons of consecutive states run
+    # once per distinct pair of states; every per-step table (metrics.PER_STEP_TABLES) is then a
+    # scan of the window joined with the (few) pairs whose comparisons are not zero.
+    states = spark.read.parquet(str(tmp / "states"))
+    staging = tmp / "_staging"
+    few_states = summary["distinct_states"] <= ingest.BROADCAST_STATES
+    (metrics.step_window(steps, metrics.state_scalars(states), few_states)
+     .write.mode("overwrite").parquet(str(staging / "window")))
+    win = spark.read.parquet(str(staging / "window"))
+    (metrics.pair_values(win, states, few_states)
+     .write.mode("overwrite").parquet(str(staging / "pairs")))
+    pairs = spark.read.parquet(str(staging / "pairs"))
+    ps = metrics.per_step(win, pairs, metrics.trace_keys(traces),
+                          pairs.count() <= metrics.BROADCAST_PAIRS)
     per = {name: _write_partitioned(fn(ps), tmp / name)
            for name, fn in metrics.PER_STEP_TABLES.items()}
-    ingest.remove(tmp / "_staging")
+    ingest.remove(staging)
     tm, el, cl = per["metrics"], per["election_latency"], per["commit_latency"]
     mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
     mb = _write(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
@@ -214,7 +225,7 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     # KIP-642 reassignment metrics (spark_trace_analysis/reassign_metrics.py; empty without
     # reassign traces): time to complete a reassignment, epochs per reassignment
     tables["reassignment_metrics"] = _rows(_write(
-        reassign_metrics.reassignment_metrics(steps), tmp / "reassignment_metrics"))
+        reassign_metrics.reassignment_metrics(steps, states), tmp / "reassignment_metrics"))
     summary["reassignment_metrics"] = tables["reassignment_metrics"]
     tables["bad_rows"] = _rows(spark.read.parquet(str(tmp / "bad_rows")).orderBy("file", "line"),
                                50)

@@ -26,43 +26,55 @@ from spark_trace_analysis.fields import HIST_BINS, hist_grid
 
 __all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies",
            "metrics_by_profile", "metrics_by_bug", "latency_histogram", "PER_STEP_TABLES",
-           "register_per_step_table"]
+           "register_per_step_table", "state_scalars", "step_window", "pair_values", "trace_keys"]
 
 KEYS = ("trace_id", "protocol", "fault_profile", "bug", "bounds_config")
+STATE_KEY = ("sk1", "sk2")          # ingest.STATE_KEY: a step's row in `states`
+PREV_KEY = ("prev_sk1", "prev_sk2")
+
+# What step_window keeps of each observed step (written once, then read by every per-step
+# table): the trace and step, the state's key and the previous step's, the scalar
+# observations the tables read, and what the window derives.  The trace's other keys
+# (protocol, fault profile, bug, bounds config) are constant over a trace: per_step joins them
+# back from `traces` instead of carrying them through the sort.
+_WINDOW_COLUMNS = (
+    "trace_id", "step", "time_ms", "sk1", "sk2", "prev_sk1", "prev_sk2", "leader", "epoch",
+    "hwm_lag", "lost_acked", "dt", "election", "election_latency", "run_len", "run_hwm",
+    "prev_run_len", "prev_run_hwm")
 
 
-_PER_STEP_COLUMNS = (
-    "prev_leader", "prev_epoch", "prev_lens", "prev_hwms", "prev_eligible", "prev_lost", "dt",
-    "lost_start", "lost_at", "election", "election_latency", "truncated_nodes",
-    "truncation_depth", "max_truncation", "data_loss", "unclean", "max_len", "run_len",
-    "run_hwm", "prev_run_len", "prev_run_hwm")
+def state_scalars(states: DataFrame) -> DataFrame:
+    """(sk1, sk2, leader, epoch, hwm_max, hwm_min, hwm_lag, lost_acked, max_len) of every
+    observed state of the `states` table: the fixed-width part of its observation, the only
+    part that travels with each step (the maps stay in `states`, see pair_values)."""
+    return (states.filter(F.col("obs").isNotNull())
+            .select(*STATE_KEY, "obs.leader", "obs.epoch", "obs.hwm_max", "obs.hwm_min",
+                    "obs.hwm_lag", "obs.lost_acked",
+                    F.expr("aggregate(map_values(obs.log_lens), 0L, (a, x) -> greatest(a, x))")
+                    .alias("max_len")))
 
 
-def per_step(steps: DataFrame) -> DataFrame:
-    """The steps' observations with the previous step's and the running values over each
-    trace in step order: one sort of the steps by (trace_id, step) and two window operators
-    (every lag, lead and running maximum in the first; `lost_at`, which needs `prev_leader`,
-    in the second)."""
+def step_window(steps: DataFrame, scalars: DataFrame, broadcast: bool = True) -> DataFrame:
+    """The observed steps in step order over each trace, with the previous step's state key,
+    leader and epoch, the step's duration and the running maxima: one sort of narrow rows
+    (keys, times and the state's scalars; the state's maps are not carried) and two window
+    operators (every lag, lead and running maximum in the first; `lost_at`, which needs
+    `prev_leader`, in the second).  `scalars` is state_scalars(states), broadcast to the steps
+    when `broadcast` (a few dozen bytes a distinct state)."""
     w = Window.partitionBy("trace_id").orderBy("step")
     upto = w.rowsBetween(Window.unboundedPreceding, 0)
     before = w.rowsBetween(Window.unboundedPreceding, -1)
-    s = steps.filter(F.col("obs").isNotNull()).select(
-        "trace_id", "protocol", "fault_profile", F.coalesce("bug", F.lit("none")).alias("bug"),
-        "bounds_config", "step", "time_ms", "action", "obs.*")
-    base = s.columns
-    s = s.withColumn("max_len", F.expr(
-        "aggregate(map_values(log_lens), 0L, (a, x) -> greatest(a, x))"))
-    # first-reach times of log offsets (commit latency): the running maxima of the longest
-    # log and the highest HWM, and their values up to the previous step
+    s = steps.select("trace_id", "step", "time_ms", *STATE_KEY)
+    s = s.join(F.broadcast(scalars) if broadcast else scalars, list(STATE_KEY))
     s = s.select(
         "*",
+        F.lag("sk1").over(w).alias("prev_sk1"),
+        F.lag("sk2").over(w).alias("prev_sk2"),
         F.lag("leader").over(w).alias("prev_leader"),
         F.lag("epoch").over(w).alias("prev_epoch"),
-        F.lag("log_lens").over(w).alias("prev_lens"),
-        F.lag("hwms").over(w).alias("prev_hwms"),
-        F.lag("eligible").over(w).alias("prev_eligible"),
-        F.lag("lost_acked").over(w).alias("prev_lost"),
         F.coalesce(F.lead("time_ms").over(w) - F.col("time_ms"), F.lit(0)).alias("dt"),
+        # first-reach times of log offsets (commit latency): the running maxima of the
+        # longest log and the highest HWM, and their values up to the previous step
         F.max("max_len").over(upto).alias("run_len"),
         F.max("hwm_max").over(upto).alias("run_hwm"),
         F.coalesce(F.max("max_len").over(before), F.lit(0)).alias("prev_run_len"),
@@ -78,23 +90,88 @@ def per_step(steps: DataFrame) -> DataFrame:
     s = s.withColumn("election_latency", F.when(
         F.col("election"), F.when(F.col("prev_leader").isNull() & F.col("lost_at").isNotNull(),
                                   F.col("time_ms") - F.col("lost_at")).otherwise(0)))
-    s = s.withColumn("truncated_nodes", F.coalesce(F.expr(
-        "size(filter(map_keys(prev_lens), k -> coalesce(log_lens[k], 0L) < prev_lens[k]))"),
-        F.lit(0)))
-    s = s.withColumn("truncation_depth", F.coalesce(F.expr(
-        "aggregate(map_keys(prev_lens), 0L, "
-        "(acc, k) -> acc + greatest(prev_lens[k] - coalesce(log_lens[k], 0L), 0L))"), F.lit(0)))
-    s = s.withColumn("max_truncation", F.coalesce(F.expr(
-        "aggregate(map_keys(prev_lens), 0L, "
-        "(acc, k) -> greatest(acc, prev_lens[k] - coalesce(log_lens[k], 0L)))"), F.lit(0)))
-    below_hwm = F.expr("size(filter(map_keys(prev_lens), "
-                       "k -> coalesce(log_lens[k], 0L) < coalesce(prev_hwms[k], 0L))) > 0")
-    lost_more = F.col("lost_acked") > F.coalesce(F.col("prev_lost"), F.lit(0))
-    s = s.withColumn("data_loss", F.coalesce(below_hwm, F.lit(False))
-                     | F.coalesce(lost_more, F.lit(False)))
-    s = s.withColumn("unclean", F.col("election") & F.col("prev_eligible").isNotNull()
-                     & ~F.coalesce(F.expr("array_contains(prev_eligible, leader)"), F.lit(False)))
-    return s.select(*base, *_PER_STEP_COLUMNS)
+    return s.select(*_WINDOW_COLUMNS)
+
+
+def pair_values(window: DataFrame, states: DataFrame, broadcast: bool = False) -> DataFrame:
+    """The comparisons of a step's state with the previous step's, once per DISTINCT pair of
+    states (bounded runs repeat transitions), and only the pairs where one is not zero:
+    (prev_sk1, prev_sk2, sk1, sk2, truncated_nodes, truncation_depth, max_truncation,
+    data_loss, unclean_if_elected).  Over the maps of node -> log length / HWM, with
+    higher-order functions (Spark interprets them row by row: the reason they run per pair and
+    not per step).  The definitions are the module docstring's:
+      truncated_nodes     nodes whose log is shorter than in the previous state
+      truncation_depth    records removed, summed over those nodes; max_truncation their maximum
+      data_loss           a node's log now shorter than its previous HWM, or (ELR) more
+                          acknowledged records missing from the leader's log than before
+      unclean_if_elected  (ELR) the leader was in neither the previous ISR nor the ELR"""
+    obs = states.filter(F.col("obs").isNotNull()).select(*STATE_KEY, "obs")
+    prev = obs.select(*[F.col(k).alias(p) for k, p in zip(STATE_KEY, PREV_KEY)],
+                      F.col("obs.log_lens").alias("p_lens"), F.col("obs.hwms").alias("p_hwms"),
+                      F.col("obs.eligible").alias("p_eligible"),
+                      F.col("obs.lost_acked").alias("p_lost"))
+    cur = obs.select(*STATE_KEY, F.col("obs.log_lens").alias("c_lens"),
+                     F.col("obs.leader").alias("c_leader"),
+                     F.col("obs.lost_acked").alias("c_lost"))
+    if broadcast:
+        prev, cur = F.broadcast(prev), F.broadcast(cur)
+    pairs = (window.filter(F.col("prev_sk1").isNotNull()).select(*PREV_KEY, *STATE_KEY)
+             .distinct().join(prev, list(PREV_KEY)).join(cur, list(STATE_KEY)))
+    v = pairs.select(
+        *PREV_KEY, *STATE_KEY,
+        F.expr("size(filter(map_keys(p_lens), k -> coalesce(c_lens[k], 0L) < p_lens[k]))")
+        .alias("truncated_nodes"),
+        F.expr("aggregate(map_keys(p_lens), 0L, "
+               "(acc, k) -> acc + greatest(p_lens[k] - coalesce(c_lens[k], 0L), 0L))")
+        .alias("truncation_depth"),
+        F.expr("aggregate(map_keys(p_lens), 0L, "
+               "(acc, k) -> greatest(acc, p_lens[k] - coalesce(c_lens[k], 0L)))")
+        .alias("max_truncation"),
+        (F.coalesce(F.expr("size(filter(map_keys(p_lens), "
+                           "k -> coalesce(c_lens[k], 0L) < coalesce(p_hwms[k], 0L))) > 0"),
+                    F.lit(False))
+         | F.coalesce(F.col("c_lost") > F.coalesce(F.col("p_lost"), F.lit(0)), F.lit(False)))
+        .alias("data_loss"),
+        (F.col("p_eligible").isNotNull()
+         & ~F.coalesce(F.expr("array_contains(p_eligible, c_leader)"), F.lit(False)))
+        .alias("unclean_if_elected"))
+    return v.filter((F.col("truncated_nodes") > 0) | F.col("data_loss")
+                    | F.col("unclean_if_elected"))
+
+
+# Up to this many pairs of states with a non-zero comparison, they go to every task.
+BROADCAST_PAIRS = 1_000_000
+
+
+def trace_keys(traces: DataFrame) -> DataFrame:
+    """KEYS of every trace (the `traces` table: protocol, fault profile, bug or `none`,
+    bounds config), one row each."""
+    return traces.select("trace_id", "protocol", "fault_profile",
+                         F.coalesce("bug", F.lit("none")).alias("bug"), "bounds_config")
+
+
+def per_step(window: DataFrame, pairs: DataFrame, keys: DataFrame,
+             broadcast: bool = True) -> DataFrame:
+    """The per-step frame every per-step table reads: step_window's rows with their trace's
+    KEYS (trace_keys, broadcast: one row a trace) and the pair comparisons (pair_values,
+    broadcast when `broadcast`; a pair not in it compares as zero).  A trace's first observed
+    step has no previous state: no truncation, and data loss when its state already misses
+    acknowledged records.  Columns: KEYS, step, time_ms, sk1, sk2 (the state's row in
+    `states`; the rest of its observation is there), leader, epoch, hwm_lag, dt, election,
+    election_latency, truncated_nodes, truncation_depth, max_truncation, data_loss, unclean,
+    run_len, run_hwm, prev_run_len, prev_run_hwm."""
+    s = (window.join(F.broadcast(keys), "trace_id")
+         .join(F.broadcast(pairs) if broadcast else pairs, [*PREV_KEY, *STATE_KEY], "left"))
+    first = F.col("prev_sk1").isNull()
+    return s.select(
+        *KEYS, "step", "time_ms", *STATE_KEY, "leader", "epoch", "hwm_lag", "dt", "election",
+        "election_latency",
+        *[F.coalesce(c, F.lit(0)).cast("long").alias(c)
+          for c in ("truncated_nodes", "truncation_depth", "max_truncation")],
+        F.when(first, F.coalesce(F.col("lost_acked") > 0, F.lit(False)))
+        .otherwise(F.coalesce("data_loss", F.lit(False))).alias("data_loss"),
+        (F.col("election") & F.coalesce("unclean_if_elected", F.lit(False))).alias("unclean"),
+        "run_len", "run_hwm", "prev_run_len", "prev_run_hwm")
 
 
 def trace_metrics(ps: DataFrame) -> DataFrame:

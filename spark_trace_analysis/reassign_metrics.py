@@ -11,7 +11,7 @@ Algorithm" step 6a).  A request that appends a new target before that replaces t
                      elections a reassignment went through, e.g. the leader removing itself)
 
 `reassignments(rows)` is the same definition in plain Python (the demo's reassignment stage and
-the tests use it); `reassignment_table(steps)` / `reassignment_metrics(steps)` compute it with
+the tests use it); `reassignment_table(steps, states)` / `reassignment_metrics(steps, states)` compute it with
 Spark window functions.
 """
 
@@ -84,9 +84,10 @@ def trace_file_reassignments(path) -> list[dict]:
     return reassignments(rows)
 
 
-def reassignment_table(steps):
+def reassignment_table(steps, states):
     """One row per reassignment (trace_id, fault_profile, bug, rid, start_ms, end_ms,
-    time_to_complete_ms, epochs, superseded) of the reassign traces in `steps`."""
+    time_to_complete_ms, epochs, superseded) of the reassign traces in `steps` (a step's
+    state text is the `states` row of its key)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, MapType, StringType
@@ -94,7 +95,8 @@ def reassignment_table(steps):
     w = Window.partitionBy("trace_id").orderBy("step")
     s = (steps.filter(F.col("protocol") == "reassign")
          .select("trace_id", "fault_profile", F.coalesce("bug", F.lit("none")).alias("bug"),
-                 "step", "time_ms", "action", "state"))
+                 "step", "time_ms", "action", "sk1", "sk2")
+         .join(states.select("sk1", "sk2", "state"), ["sk1", "sk2"]))
     logs = F.get_json_object("state", "$.log")
     epochs = F.from_json(F.get_json_object("state", "$.currentEpoch"),
                          MapType(StringType(), LongType()))
@@ -120,11 +122,11 @@ def reassignment_table(steps):
                     "time_to_complete_ms", "epochs", "superseded")
 
 
-def reassignment_metrics(steps):
+def reassignment_metrics(steps, states):
     """Per fault profile and planted bug: reassignments, completed, superseded, time to
     complete (p50, mean, max) and epochs per completed reassignment (mean, max)."""
     from pyspark.sql import functions as F
-    t = reassignment_table(steps)
+    t = reassignment_table(steps, states)
     done = F.col("end_ms").isNotNull()
     return (t.groupBy("fault_profile", "bug").agg(
         F.count("*").alias("reassignments"),

@@ -440,8 +440,10 @@ def test_trace_fingerprints_join_graph_fingerprints(run):
     state, so a trace state that is a graph state joins with it on `fp`."""
     _, out, spark = run
     steps = table(run, "steps")
+    text = {(r["sk1"], r["sk2"]): r["state"] for r in table(run, "states")}
     for r in steps:
-        st = json.loads(r["state"])
+        # a step's state is the `states` row of its key
+        st = json.loads(text[r["sk1"], r["sk2"]])
         assert r["fp"] == fingerprint(make_fn((k, from_itf(v)) for k, v in st.items()))
     in_graph = {r["fp"] for r in steps} & _graph_fingerprints()
     joined = (spark.read.parquet(str(out / "steps"))
@@ -513,15 +515,16 @@ def test_bounds_partition_value_is_the_same_in_the_jvm_and_in_python(run):
 
 
 def test_steps_are_the_same_whichever_way_the_states_are_joined(run, tmp_path, monkeypatch):
-    """Above ingest.BROADCAST_STATES distinct states the steps get their state text and
-    observations by a shuffle join on the state key instead of a broadcast: same table."""
+    """Above ingest.BROADCAST_STATES distinct states the steps get their fingerprints by a
+    shuffle join on the state key instead of a broadcast: same table."""
     from spark_trace_analysis import ingest
     _, out, spark = run
     monkeypatch.setattr(ingest, "BROADCAST_STATES", 0)
     files = ingest.expand_inputs([str(CORPUS)])
     counts = ingest.ingest_traces(spark, files, tmp_path / "out", tmp_path / "staging")
-    cols = ["trace_id", "step", "time_ms", "action", "node", "params", "state", "fp", "obs",
-            "bug", "bounds", "file", "fault_profile", "protocol", "bounds_config"]
+    cols = ["trace_id", "step", "time_ms", "action", "node", "params", "sk1", "sk2", "fp",
+            "unknown_action", "bug", "bounds", "file", "fault_profile", "protocol",
+            "bounds_config"]
 
     def rows(path):
         df = spark.read.parquet(str(path / "steps"))
