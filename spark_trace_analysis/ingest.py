@@ -222,8 +222,11 @@ def state_table(spark: SparkSession, files: list[str], lines: DataFrame,
         rows = F.broadcast(rows)
     picked = (read_lines(spark, files).select("row", "value").join(rows, "row")
               .select(*STATE_KEY, F.from_json("value", LINE, _PARSE)["state"].alias("state")))
-    again = state_key(F.col("state"))
-    return (picked.filter((again[0] == F.col(STATE_KEY[0])) & (again[1] == F.col(STATE_KEY[1])))
+    # one test over both sides (an equality of two keys would become hash keys of the join,
+    # parsing every line of the scan to compute them)
+    a, b = state_key(F.col("state"))
+    same = a.bitwiseXOR(F.col(STATE_KEY[0])).bitwiseOR(b.bitwiseXOR(F.col(STATE_KEY[1]))) == 0
+    return (picked.filter(same)
             .select(*STATE_KEY, "state", _state_info(F.col("state")).alias("info"))
             .select(*STATE_KEY, "state", "info.*"))
 

@@ -51,9 +51,20 @@ def _var(s: Fn, *names: str):
     raise KeyError(names[0])
 
 
-def _obs_kraft(s: Fn) -> dict:
-    role, epoch, log, hwm = (_fn(s["role"]), _fn(s["currentEpoch"]), _fn(s["log"]),
-                             _fn(_var(s, "highWatermark", "hwm")))
+def _fn_plain(v) -> dict:
+    """_fn of a plain JSON value (_is_plain, no empty object anywhere): what _fn gives for the
+    value _plain makes of it (an object is an Fn of its pairs; the empty array, the empty
+    sequence, is the empty function)."""
+    if type(v) is dict:
+        return v
+    if type(v) is list and not v:
+        return {}
+    raise ValueError_(f"expected a function over nodes, got {type(_plain(v, 0, [])).__name__}")
+
+
+def _obs_kraft(s: Fn, fn=_fn) -> dict:
+    role, epoch, log, hwm = (fn(s["role"]), fn(s["currentEpoch"]), fn(s["log"]),
+                             fn(_var(s, "highWatermark", "hwm")))
     leaders = sorted(n for n, r in role.items() if r == "Leader")
     leader = max(leaders, key=lambda n: (epoch.get(n, 0), n)) if leaders else None
     lens = {n: len(x) for n, x in log.items()}
@@ -100,12 +111,30 @@ def _lost_acked(acked, leader_log: tuple) -> int:
     return lost
 
 
+def _is_int(x) -> bool:
+    return type(x) is int and -2**63 <= x < 2**63
+
+
+def _typed(obs: dict) -> dict:
+    """`obs` when every column has its column's type (schema.OBSERVATION: node names are
+    strings, epochs, HWMs and lengths 64-bit integers); a TypeError otherwise, so that a state
+    whose variables hold other values is fingerprinted but not observed (an observation
+    Arrow cannot hold would fail the job)."""
+    names = obs["leaders"] + list(obs["log_lens"]) + list(obs["hwms"]) + (obs["eligible"] or [])
+    ints = [obs["epoch"], *obs["log_lens"].values(), *obs["hwms"].values()]
+    maybe = [obs[k] for k in ("hwm_max", "hwm_min", "hwm_lag", "lost_acked")]
+    if (all(type(n) is str for n in names) and obs["leader"] in (None, *obs["leaders"])
+            and all(map(_is_int, ints)) and all(x is None or _is_int(x) for x in maybe)):
+        return obs
+    raise TypeError("an observed variable holds a value of another type")
+
+
 def observe(state: Fn) -> dict | None:
     """The observation columns of a decoded state, or None for an unknown set of variables."""
     if "role" in state and "currentEpoch" in state:
-        return _obs_kraft(state)
+        return _typed(_obs_kraft(state))
     if "isr" in state and "leaderEpoch" in state:
-        return _obs_elr(state)
+        return _typed(_obs_elr(state))
     return None
 
 
@@ -118,6 +147,23 @@ _PLAIN_DEPTH = 100      # well inside kraftcore.values.MAX_DEPTH: deeper values 
 
 class _NotPlain(Exception):
     pass
+
+
+def _is_plain(j, depth: int) -> bool:
+    """Whether _plain would take `j` as it is, with no empty object in it (then its canonical
+    text is json.dumps of `j` itself): the same test without building the value."""
+    t = type(j)
+    if t is str or t is bool:
+        return True
+    if t is int:
+        return -_MAX_SAFE <= j <= _MAX_SAFE
+    if depth > _PLAIN_DEPTH:
+        return False
+    if t is list:
+        return all(_is_plain(x, depth + 1) for x in j)
+    if t is dict:
+        return bool(j) and all(k[:1] != "#" and _is_plain(x, depth + 1) for k, x in j.items())
+    return False
 
 
 def _plain(j, depth: int, empty: list):
@@ -171,6 +217,15 @@ def _state_info(text: str) -> tuple[str | None, str | None, dict | None]:
         return None, f"state is not JSON: {str(e)[:100]}", None
     if not isinstance(raw, dict) or not raw:
         return None, "state is not a JSON object of spec variables", None
+    if "role" in raw and "currentEpoch" in raw and _is_plain(raw, -1):
+        # a plain KRaft state (the common case): fingerprinted and observed from the JSON
+        # itself, as decode_state + observe would (tests/test_spark_units.py compares them)
+        fp = fingerprint_of_canonical_json(json.dumps(raw, sort_keys=True,
+                                                      separators=(",", ":")))
+        try:
+            return fp, None, _typed(_obs_kraft(raw, _fn_plain))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return fp, None, None
     try:
         state, fp = decode_state(raw)
     except ValueError_ as e:

@@ -343,3 +343,48 @@ def test_fast_state_decoding_of_nested_and_empty_values():
     for raw in ({"x": {}}, {"x": {"a": {}, "b": []}}, {"x": deep}, {"x": {"n1": [{"e": 1}]}}):
         want = make_fn((k, from_itf(v)) for k, v in raw.items())
         assert decode_state(raw) == (want, fingerprint(want))
+
+
+# KRaft-shaped states, well-formed or not, for the plain-JSON fast path of observe._state_info
+_NODES = st.sampled_from(["n1", "n2", "n3"])
+_KRAFT_LEAF = st.one_of(st.sampled_from(["Leader", "Follower", "Nil"]), st.integers(0, 4),
+                        st.lists(st.one_of(st.integers(0, 3), st.fixed_dictionaries(
+                            {"epoch": st.integers(1, 3), "value": st.integers(0, 9)})),
+                            max_size=3))
+_KRAFT_VAR = st.one_of(st.dictionaries(_NODES, _KRAFT_LEAF, min_size=1, max_size=3),
+                       st.lists(_KRAFT_LEAF, max_size=2), _JSON)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.fixed_dictionaries({"role": _KRAFT_VAR, "currentEpoch": _KRAFT_VAR,
+                              "log": _KRAFT_VAR},
+                             optional={"highWatermark": _KRAFT_VAR, "hwm": _KRAFT_VAR,
+                                       "x": _JSON}))
+def test_plain_kraft_fast_path_equals_decode_and_observe(raw):
+    """observe._state_info reads a plain KRaft state's fingerprint and observation from the
+    JSON itself; it must give what decode_state + observe give (or the same error)."""
+    from spark_trace_analysis import observe as ob
+    text = json.dumps(raw)
+    try:
+        state, fp = decode_state(raw)
+    except ValueError_ as e:
+        want = (None, f"bad ITF value: {e}", None)
+    else:
+        try:
+            want = (fp, None, observe(state))
+        except (KeyError, TypeError, ValueError, AttributeError):
+            want = (fp, None, None)
+    assert ob._state_info(text) == want
+
+
+def test_a_state_whose_observed_variables_have_other_types_is_not_observed():
+    """Arrow could not hold such an observation (the job would fail on one bad state): the
+    state is fingerprinted, its observation is None, on the fast path and off it."""
+    good = {"role": {"n1": "Leader"}, "currentEpoch": {"n1": 1}, "log": {"n1": [1]},
+            "highWatermark": {"n1": 0}}
+    assert state_info(json.dumps(good))[2]["hwm_lag"] == 1
+    for var, bad in (("highWatermark", {"n1": "x"}), ("highWatermark", {"n1": [1]}),
+                     ("currentEpoch", {"n1": True}), ("currentEpoch", {"n1": 2**64}),
+                     ("highWatermark", {"n1": {"#bigint": str(2**70)}})):
+        fp, err, obs = state_info(json.dumps(dict(good, **{var: bad})))
+        assert fp is not None and err is None and obs is None, (var, bad)
