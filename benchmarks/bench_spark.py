@@ -504,21 +504,26 @@ def baseline(corpus: Path, out: Path) -> dict:
     commits: list[tuple] = []
     actions: dict[tuple, list] = defaultdict(lambda: [0, 0])       # steps, traces
     conf: dict[tuple, dict] = {}
-    step_cols = ("trace_id", "step", "time_ms", "action", "node", "params", "state", "fp",
-                 "obs", "unknown_action", "bug", "bounds", "file", "protocol", "fault_profile",
-                 "bounds_config")
+    # the layout of Spark's tables: `steps` refer to their state by key (here the
+    # fingerprint), `states` hold each distinct state's text, fingerprint and observation once
+    step_cols = ("trace_id", "step", "time_ms", "action", "params", "fp", "unknown_action",
+                 "bug", "bounds", "file", "protocol", "fault_profile", "bounds_config")
     cols: dict[str, list] = {c: [] for c in step_cols}
+    state_cols: dict[str, list] = {"state": [], "fp": [], "obs": []}
+    seen_fps: set[str | None] = set()
     part = [0]
+    (out / "states").mkdir()
 
     def flush_steps() -> None:
-        if not cols["trace_id"]:
-            return
-        t = pa.table({**{c: cols[c] for c in step_cols if c != "obs"},
-                      "obs": pa.array(cols["obs"], type=obs_type)})
-        pq.write_to_dataset(t, str(out / "steps"), partition_cols=PARTS,
-                            basename_template=f"part-{part[0]:05d}-{{i}}.parquet")
+        if cols["trace_id"]:
+            pq.write_to_dataset(pa.table(cols), str(out / "steps"), partition_cols=PARTS,
+                                basename_template=f"part-{part[0]:05d}-{{i}}.parquet")
+        if state_cols["fp"]:
+            pq.write_table(pa.table({"state": state_cols["state"], "fp": state_cols["fp"],
+                                     "obs": pa.array(state_cols["obs"], type=obs_type)}),
+                           str(out / "states" / f"part-{part[0]:05d}.parquet"))
         part[0] += 1
-        for v in cols.values():
+        for v in (*cols.values(), *state_cols.values()):
             v.clear()
 
     def finish(tr: _Trace, f: str) -> None:
@@ -536,7 +541,7 @@ def baseline(corpus: Path, out: Path) -> dict:
         f_out = profile if profile is not None else "unknown"
         bug_out = bug if bug is not None else "none"
         obs_rows, step_nums, times, acts = [], [], [], set()
-        for k, t_ms, action, node, params, text, fp, obs, lineno, line in tr.steps:
+        for k, t_ms, action, params, text, fp, obs, lineno, line in tr.steps:
             unknown = bool(known) and action not in known
             if unknown:
                 tr.unknown += 1
@@ -545,15 +550,17 @@ def baseline(corpus: Path, out: Path) -> dict:
                                  "reason": f"unknown action {action}", "text": line,
                                  "in_steps": True})
             for c, v in (("trace_id", tr.tid), ("step", k), ("time_ms", t_ms),
-                         ("action", action), ("node", node), ("params", params),
-                         ("state", text), ("fp", fp),
-                         ("obs", None if obs is None else dict(
-                             obs, log_lens=list(obs["log_lens"].items()),
-                             hwms=list(obs["hwms"].items()))),
+                         ("action", action), ("params", params), ("fp", fp),
                          ("unknown_action", unknown), ("bug", bug), ("bounds", bounds),
                          ("file", f), ("protocol", p_out), ("fault_profile", f_out),
                          ("bounds_config", bcfg)):
                 cols[c].append(v)
+            if fp not in seen_fps:
+                seen_fps.add(fp)
+                state_cols["state"].append(text)
+                state_cols["fp"].append(fp)
+                state_cols["obs"].append(None if obs is None else dict(
+                    obs, log_lens=list(obs["log_lens"].items()), hwms=list(obs["hwms"].items())))
             step_nums.append(k)
             times.append(t_ms)
             acts.add(action)
@@ -643,12 +650,7 @@ def baseline(corpus: Path, out: Path) -> dict:
                     tr.footers.append(o)
                     finish(traces.pop(tid), f)    # a trace ends with its footer
                 else:
-                    params = o["params"]
-                    node = None
-                    if isinstance(params, dict):
-                        v = params.get("node")
-                        node = _text(params.get("broker") if v is None else v)
-                    tr.steps.append((o["step"], o["time_ms"], o["action"], node, _text(params),
+                    tr.steps.append((o["step"], o["time_ms"], o["action"], _text(o["params"]),
                                      text, info[0], info[2], lineno, line[:300]))
         for tr in list(traces.values()):    # no footer: ends with its file
             finish(tr, f)

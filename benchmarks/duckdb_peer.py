@@ -7,6 +7,7 @@ Parquet file; Python only over the DISTINCT state texts (the same `observe.state
 job's Arrow UDF calls: fingerprint and observation, once per distinct state); then SQL:
 
   steps             Parquet partitioned by protocol and bounds_config, with fp and observations
+  states            each distinct state's text, fingerprint and observations, once
   traces            n_steps, duration_ms, problems, complete (the form rules of ingest)
   verdicts          unchecked / malformed (no graph, no verdict file: form only)
   conformance       per protocol x fault profile x bug
@@ -94,13 +95,15 @@ def run(corpus: Path, out: Path, threads: int = 2, memory_limit: str = "3GB") ->
         FROM lines WHERE kind = 'header' GROUP BY trace_id""")
     con.execute(f"""COPY (
         SELECT l.trace_id, l.step, l.time_ms, l.action, l.params::VARCHAR AS params,
-               l.state::VARCHAR AS state, s.fp, s.has_obs, s.leader, s.epoch, s.hwm_max,
+               s.fp, s.has_obs, s.leader, s.epoch, s.hwm_max,
                s.max_len, h.fault_profile, h.bug, l.filename AS file,
                coalesce(h.protocol, 'unknown') AS protocol,
                coalesce(h.bounds_config, 'unstated') AS bounds_config
         FROM lines l JOIN states s ON l.state::VARCHAR = s.state
         LEFT JOIN headers h USING (trace_id) WHERE l.kind = 'step')
         TO '{out / 'steps'}' (FORMAT parquet, PARTITION_BY (protocol, bounds_config))""")
+    # as Spark's layout: a step refers to its state by key, each distinct state's text once
+    con.execute(f"COPY (SELECT * FROM states) TO '{out / 'states.parquet'}' (FORMAT parquet)")
     con.execute(f"""CREATE VIEW steps AS SELECT * FROM
                     read_parquet('{out / 'steps'}/**/*.parquet', hive_partitioning = true)""")
     con.execute("""CREATE TEMP TABLE traces AS

@@ -331,10 +331,7 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         fps = F.broadcast(fps)      # keys and fingerprints, not the text, to every task
     steps = judged_steps(step_lines.select("trace_id", "step", "time_ms", "action", "params",
                                            *STATE_KEY, "file").join(fps, list(STATE_KEY)))
-    ok_steps = steps.select("trace_id", "step", "time_ms", "action",
-                            F.coalesce(F.get_json_object("params", "$.node"),
-                                       F.get_json_object("params", "$.broker")).alias("node"),
-                            "params", *STATE_KEY, "fp", "unknown_action", "bug", "bounds",
+    ok_steps = steps.select("trace_id", "step", "time_ms", "action", "params", *STATE_KEY, "fp", "unknown_action", "bug", "bounds",
                             "file",
                             F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
                             F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
@@ -347,6 +344,7 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
 
     say("traces table")
     _write_traces(lines, headers, steps_t, bad_rows, out)
+    say("counting")
     return {
         "lines": lines.count(),
         "steps": steps_t.count(),

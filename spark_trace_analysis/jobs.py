@@ -198,18 +198,23 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     states = spark.read.parquet(str(tmp / "states"))
     staging = tmp / "_staging"
     few_states = summary["distinct_states"] <= ingest.BROADCAST_STATES
+    say("  the per-step window (one sort of the observed steps by trace and step)")
     (metrics.step_window(steps, metrics.state_scalars(states), few_states)
      .write.mode("overwrite").parquet(str(staging / "window")))
     win = spark.read.parquet(str(staging / "window"))
+    say("  comparing consecutive states (once per distinct pair)")
     (metrics.pair_values(win, states, few_states)
      .write.mode("overwrite").parquet(str(staging / "pairs")))
     pairs = spark.read.parquet(str(staging / "pairs"))
     ps = metrics.per_step(win, pairs, metrics.trace_keys(traces),
                           pairs.count() <= metrics.BROADCAST_PAIRS)
-    per = {name: _write_partitioned(fn(ps), tmp / name)
-           for name, fn in metrics.PER_STEP_TABLES.items()}
+    per = {}
+    for name, fn in metrics.PER_STEP_TABLES.items():
+        say(f"  {name}")
+        per[name] = _write_partitioned(fn(ps), tmp / name)
     ingest.remove(staging)
     tm, el, cl = per["metrics"], per["election_latency"], per["commit_latency"]
+    say("  metrics by fault profile and planted bug, latency histograms")
     mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
     mb = _write(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
 
@@ -222,6 +227,7 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         _write(metrics.latency_histogram(el), tmp / "election_latency_hist"))
     tables["commit_latency_hist"] = _rows(
         _write(metrics.latency_histogram(cl), tmp / "commit_latency_hist"))
+    say("  reassignment metrics")
     # KIP-642 reassignment metrics (spark_trace_analysis/reassign_metrics.py; empty without
     # reassign traces): time to complete a reassignment, epochs per reassignment
     tables["reassignment_metrics"] = _rows(_write(

@@ -522,7 +522,7 @@ def test_steps_are_the_same_whichever_way_the_states_are_joined(run, tmp_path, m
     monkeypatch.setattr(ingest, "BROADCAST_STATES", 0)
     files = ingest.expand_inputs([str(CORPUS)])
     counts = ingest.ingest_traces(spark, files, tmp_path / "out", tmp_path / "staging")
-    cols = ["trace_id", "step", "time_ms", "action", "node", "params", "sk1", "sk2", "fp",
+    cols = ["trace_id", "step", "time_ms", "action", "params", "sk1", "sk2", "fp",
             "unknown_action", "bug", "bounds", "file", "fault_profile", "protocol",
             "bounds_config"]
 
