@@ -14,6 +14,7 @@ TLC, so `recheck` at step k is compared with the distributed verdict failing at 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 from pathlib import Path
@@ -532,3 +533,55 @@ def test_steps_are_the_same_whichever_way_the_states_are_joined(run, tmp_path, m
                       for r in df.select(*cols).collect())
     assert counts["steps"] == 49
     assert rows(tmp_path / "out") == rows(out)
+
+
+def _doc_type(t) -> str:
+    from pyspark.sql import types as T
+    simple = {T.StringType: "string", T.LongType: "int64", T.BooleanType: "bool",
+              T.DoubleType: "double"}
+    if type(t) in simple:
+        return simple[type(t)]
+    if isinstance(t, T.ArrayType):
+        return f"list<{_doc_type(t.elementType)}>"
+    if isinstance(t, T.MapType):
+        return f"map<{_doc_type(t.keyType)}, {_doc_type(t.valueType)}>"
+    if isinstance(t, T.StructType):
+        return "struct<" + ", ".join(f"{f.name} {_doc_type(f.dataType)}" for f in t) + ">"
+    return t.simpleString()
+
+
+def _split_top(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur.strip()]
+
+
+def test_every_table_is_written_with_the_schema_its_docs_give(run):
+    """docs/spark-stats.md, "Table schemas": each table of the run has exactly the documented
+    columns, in order, with the documented types (partition columns last)."""
+    _, out, spark = run
+    doc = (Path(__file__).parent.parent / "docs" / "spark-stats.md").read_text()
+    section = doc.split("### Table schemas", 1)[1].splitlines()
+    start = next(i for i, ln in enumerate(section) if ln.startswith("| table"))
+    rows = [ln for ln in itertools.takewhile(lambda ln: ln.startswith("|"), section[start:])][2:]
+    checked = set()
+    for row in rows:
+        names_cell, cols_cell = [c.strip() for c in row.strip("|").split("|")]
+        if cols_cell.startswith("as "):
+            continue
+        documented = [re.sub(r"\s*\(.*\)$", "", c) for c in _split_top(cols_cell)]
+        for name in re.findall(r"`(\w+)`", names_cell):
+            if not (out / name).exists():
+                continue
+            schema = spark.read.parquet(str(out / name)).schema
+            assert [f"{f.name} {_doc_type(f.dataType)}" for f in schema] == documented, name
+            checked.add(name)
+    assert {"steps", "states", "traces", "bad_rows", "metrics", "validation",
+            "conformance"} <= checked
