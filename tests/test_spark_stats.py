@@ -23,6 +23,7 @@ import pytest
 
 from kraftcore.values import fingerprint, from_itf, make_fn
 from spark_trace_analysis.graph import parse_label
+from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.validate import lookup_verdict
 
 FIX = Path(__file__).parent / "fixtures" / "spark"
@@ -585,3 +586,28 @@ def test_every_table_is_written_with_the_schema_its_docs_give(run):
             checked.add(name)
     assert {"steps", "states", "traces", "bad_rows", "metrics", "validation",
             "conformance"} <= checked
+
+
+def test_input_that_changes_between_the_two_scans_fails_closed(run, tmp_path, monkeypatch):
+    """The distinct states' texts come from a second scan, picked by line position; when the
+    files changed in between (a state is no longer the one the first scan keyed), ingest
+    stops with an InputError (exit 2) rather than write states that belong to no step."""
+    import shutil as sh
+    from spark_trace_analysis import ingest
+    _, _, spark = run
+    corpus = tmp_path / "corpus"
+    sh.copytree(CORPUS, corpus)
+    files = ingest.expand_inputs([str(corpus)])
+    real, calls = ingest.read_lines, []
+
+    def read_lines(spark_, fs):
+        calls.append(fs)
+        if len(calls) == 2:     # the second scan: rewrite every state, line by line
+            for f in fs:
+                text = Path(f).read_text()
+                Path(f).write_text(text.replace('"state":{', '"state":{"changed":1,'))
+        return real(spark_, fs)
+    monkeypatch.setattr(ingest, "read_lines", read_lines)
+    with pytest.raises(InputError, match="the input changed while it was read"):
+        ingest.ingest_traces(spark, files, tmp_path / "out", tmp_path / "staging")
+    assert len(calls) == 2
