@@ -212,22 +212,19 @@ def state_table(spark: SparkSession, files: list[str], lines: DataFrame,
     fixed-width values only (the key and the scan position of the state's first step: a hash
     aggregate, no sort of texts), then a second scan of the input, as text, picks those lines
     by position (the same files read the same way number their lines the same way) and parses
-    only them.  A picked line whose state does not give back the key it had in the first scan
-    is left out; the caller compares the count (ingest_traces: the input changed under us)."""
+    only them.  The states' keys are computed again from the picked texts (one parse of each
+    picked line); ingest_traces checks that they are the keys the first scan found (the input
+    changed under us otherwise)."""
     steps = lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
     (steps.groupBy(*STATE_KEY).agg(F.min("row").alias("row"))
      .write.mode("overwrite").parquet(str(staging / "state_rows")))
-    rows = spark.read.parquet(str(staging / "state_rows"))
+    rows = spark.read.parquet(str(staging / "state_rows")).select("row")
     if rows.count() <= BROADCAST_STATE_ROWS:
         rows = F.broadcast(rows)
     picked = (read_lines(spark, files).select("row", "value").join(rows, "row")
-              .select(*STATE_KEY, F.from_json("value", LINE, _PARSE)["state"].alias("state")))
-    # one test over both sides (an equality of two keys would become hash keys of the join,
-    # parsing every line of the scan to compute them)
-    a, b = state_key(F.col("state"))
-    same = a.bitwiseXOR(F.col(STATE_KEY[0])).bitwiseOR(b.bitwiseXOR(F.col(STATE_KEY[1]))) == 0
-    return (picked.filter(same)
-            .select(*STATE_KEY, "state", _state_info(F.col("state")).alias("info"))
+              .select(F.from_json("value", LINE, _PARSE)["state"].alias("state")))
+    return (picked.select(*state_key(F.col("state")), "state",
+                          _state_info(F.col("state")).alias("info"))
             .select(*STATE_KEY, "state", "info.*"))
 
 
@@ -262,7 +259,9 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         str(out / "states"))
     states = spark.read.parquet(str(out / "states"))
     n_states = states.count()
-    if n_states != spark.read.parquet(str(staging / "state_rows")).count():
+    first = spark.read.parquet(str(staging / "state_rows"))
+    if (n_states != first.count()
+            or first.join(states, list(STATE_KEY), "left_anti").limit(1).count()):
         raise InputError("the input changed while it was read: a second scan of the files "
                          "did not find every state of the first where it was")
     bad_states = states.filter(F.col("error").isNotNull()).select(
