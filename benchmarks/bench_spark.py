@@ -10,8 +10,8 @@ states repeat as in bounded simulation; reused when present under --work), then 
 in a fresh subprocess, one after the other (neither inherits the other's heap or page cache
 warm-up order; each size starts cold):
 
-  * spark:    `run_stats` on local[2] without --graph/--verdicts: ingest (traces, steps,
-              bad_rows, with state fingerprints and observations), verdicts (form only),
+  * spark:    `run_stats` on local[2] without --graph/--verdicts: ingest (traces, steps by
+              state key, states with fingerprints and observations, bad_rows), verdicts (form only),
               conformance, first_failure, actions, per-trace metrics, election and commit
               latencies, metrics_by_profile, summary.json and report.html.  Wall time is the
               job (the session is started before the clock; `process_wall_s` includes the JVM

@@ -102,7 +102,8 @@ def run(corpus: Path, out: Path, threads: int = 2, memory_limit: str = "3GB") ->
         FROM lines l JOIN states s ON l.state::VARCHAR = s.state
         LEFT JOIN headers h USING (trace_id) WHERE l.kind = 'step')
         TO '{out / 'steps'}' (FORMAT parquet, PARTITION_BY (protocol, bounds_config))""")
-    # as Spark's layout: a step refers to its state by key, each distinct state's text once
+    # as Spark's layout, each distinct state's text once in `states`, none in `steps` (which
+    # keep the fingerprint and the scalar observations the SQL below reads)
     con.execute(f"COPY (SELECT * FROM states) TO '{out / 'states.parquet'}' (FORMAT parquet)")
     con.execute(f"""CREATE VIEW steps AS SELECT * FROM
                     read_parquet('{out / 'steps'}/**/*.parquet', hive_partitioning = true)""")

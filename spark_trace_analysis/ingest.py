@@ -1,4 +1,4 @@
-"""Ingest: JSON Lines trace corpora -> Parquet tables `traces`, `steps` and `bad_rows`.
+"""Ingest: JSON Lines trace corpora -> Parquet tables `traces`, `steps`, `states` and `bad_rows`.
 
 Nothing is inferred and nothing is dropped silently.  Every input line is parsed with the
 explicit schema `schema.LINE`; a line that is not JSON, has a field of the wrong type, lacks a
@@ -160,11 +160,14 @@ def parse_lines(lines: DataFrame, common_actions: Iterable[str] | None = None,
     df = lines.withColumn("j", j).select("file", "block", "row", "value", *cols)
     kind = F.col("kind")
     corrupt = F.col(CORRUPT).isNotNull()
-    # CASE WHEN evaluates lazily: the second JSON parse runs on corrupt lines only
+    # CASE WHEN evaluates lazily: the second JSON parse runs on corrupt lines only, and the
+    # trims (each a copy of the line) only on lines that do not start with "{" (such a line is
+    # not blank and its trimmed form starts with "{" too)
+    brace = F.col("value").startswith("{")
     cases = [
-        (F.trim("value") == "", F.lit("blank line")),
+        (~brace & (F.trim("value") == ""), F.lit("blank line")),
         (corrupt & F.expr("try_parse_json(value)").isNull(), F.lit("not JSON")),
-        (~F.ltrim("value").startswith("{"), F.lit("not a JSON object")),
+        (~brace & ~F.ltrim("value").startswith("{"), F.lit("not a JSON object")),
         (corrupt, F.lit("a field has the wrong type")),
         (kind.isNull(), F.lit("missing field kind")),
         (~kind.isin(*REQUIRED), F.concat(F.lit("unknown kind "), kind)),
@@ -198,7 +201,7 @@ def state_key(state: F.Column) -> list[F.Column]:
 
 
 # Up to this many distinct states, the scan positions of their first steps go to every task
-# (8 bytes each plus the key) to pick the distinct states' lines out of the second scan.
+# (8 bytes each) to pick the distinct states' lines out of the second scan.
 BROADCAST_STATE_ROWS = 4_000_000
 
 
@@ -251,6 +254,11 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     extra = extra_actions or {}
     common = set().union(*(known_actions(p) for p in ("kraft", "elr")), *extra.values())
     say("parsing lines (one scan of the input)")
+    # the two scans (state_table's picks lines by position) must split the files alike: the
+    # split size depends on the cluster's cores unless this is set, so pin it for the run
+    if spark.conf.get("spark.sql.files.minPartitionNum", None) is None:
+        spark.conf.set("spark.sql.files.minPartitionNum",
+                       str(spark.sparkContext.defaultParallelism))
     parse_lines(read_lines(spark, files), common, keep_state=False).write.mode(
         "overwrite").parquet(str(staging / "lines"))
     lines = spark.read.parquet(str(staging / "lines"))

@@ -24,7 +24,7 @@ from spark_trace_analysis import reassign_metrics   # KIP-642 (issue 12)
 from spark_trace_analysis.graph import GraphError, load_graph_tables
 from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
-from spark_trace_analysis.session import get_session, size_shuffles
+from spark_trace_analysis.session import driver_heap_bytes, get_session, size_shuffles
 
 __all__ = ["run_stats", "InputError", "GraphError"]
 
@@ -198,16 +198,20 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     states = spark.read.parquet(str(tmp / "states"))
     staging = tmp / "_staging"
     few_states = summary["distinct_states"] <= ingest.BROADCAST_STATES
+    # the states' maps go to every task (twice: as the previous and the current state) only
+    # while they take at most a quarter of the driver's heap
+    maps_fit = summary["distinct_states"] * metrics.OBS_BYTES_PER_STATE <= driver_heap_bytes(spark) // 4
     say("  the per-step window (one sort of the observed steps by trace and step)")
     (metrics.step_window(steps, metrics.state_scalars(states), few_states)
      .write.mode("overwrite").parquet(str(staging / "window")))
     win = spark.read.parquet(str(staging / "window"))
     say("  comparing consecutive states (once per distinct pair)")
-    (metrics.pair_values(win, states, few_states)
+    (metrics.pair_values(win, states, maps_fit)
      .write.mode("overwrite").parquet(str(staging / "pairs")))
     pairs = spark.read.parquet(str(staging / "pairs"))
     ps = metrics.per_step(win, pairs, metrics.trace_keys(traces),
-                          pairs.count() <= metrics.BROADCAST_PAIRS)
+                          pairs.count() <= metrics.BROADCAST_PAIRS,
+                          summary["traces"] <= metrics.BROADCAST_TRACES)
     per = {}
     for name, fn in metrics.PER_STEP_TABLES.items():
         say(f"  {name}")

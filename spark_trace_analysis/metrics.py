@@ -1,5 +1,5 @@
-"""Protocol metrics by fault profile, derived from the observation columns of `steps`
-(observe.py) with window functions over each trace in step order.  docs/spark-stats.md defines
+"""Protocol metrics by fault profile, derived from the observations of each step's state (the
+`states` table, observe.py) with window functions over each trace in step order.  docs/spark-stats.md defines
 each metric; in short (times are virtual ms):
 
   election          a step whose leader is set and differs (node or epoch) from the previous step's
@@ -141,6 +141,11 @@ def pair_values(window: DataFrame, states: DataFrame, broadcast: bool = False) -
 
 # Up to this many pairs of states with a non-zero comparison, they go to every task.
 BROADCAST_PAIRS = 1_000_000
+# Up to this many traces, their keys (KEYS) go to every task.
+BROADCAST_TRACES = 1_000_000
+# What one state's maps (log lengths, HWMs, eligible) take in a broadcast, as the previous and
+# the current state together: a generous estimate (3-5 nodes take about 250 bytes a side).
+OBS_BYTES_PER_STATE = 600
 
 
 def trace_keys(traces: DataFrame) -> DataFrame:
@@ -151,16 +156,16 @@ def trace_keys(traces: DataFrame) -> DataFrame:
 
 
 def per_step(window: DataFrame, pairs: DataFrame, keys: DataFrame,
-             broadcast: bool = True) -> DataFrame:
+             broadcast: bool = True, broadcast_keys: bool = True) -> DataFrame:
     """The per-step frame every per-step table reads: step_window's rows with their trace's
-    KEYS (trace_keys, broadcast: one row a trace) and the pair comparisons (pair_values,
-    broadcast when `broadcast`; a pair not in it compares as zero).  A trace's first observed
+    KEYS (trace_keys, one row a trace, broadcast when `broadcast_keys`) and the pair
+    comparisons (pair_values, broadcast when `broadcast`; a pair not in it compares as zero).  A trace's first observed
     step has no previous state: no truncation, and data loss when its state already misses
     acknowledged records.  Columns: KEYS, step, time_ms, sk1, sk2 (the state's row in
     `states`; the rest of its observation is there), leader, epoch, hwm_lag, dt, election,
     election_latency, truncated_nodes, truncation_depth, max_truncation, data_loss, unclean,
     run_len, run_hwm, prev_run_len, prev_run_hwm."""
-    s = (window.join(F.broadcast(keys), "trace_id")
+    s = (window.join(F.broadcast(keys) if broadcast_keys else keys, "trace_id")
          .join(F.broadcast(pairs) if broadcast else pairs, [*PREV_KEY, *STATE_KEY], "left"))
     first = F.col("prev_sk1").isNull()
     return s.select(
@@ -216,7 +221,8 @@ def commit_latencies(ps: DataFrame) -> DataFrame:
             .withColumn("latency_ms", F.col("committed_ms") - F.col("appended_ms")))
 
 
-# The tables computed from the per-step observations (`per_step`, materialised once): name ->
+# The tables computed from the per-step observations (`per_step`: the window, written once,
+# joined with the trace keys and the pair comparisons as each table reads it): name ->
 # function of the per-step DataFrame.  Each is written as out/<name>/, partitioned by protocol
 # and bounds config, and read back for the summaries.  A further metric (one row per trace or
 # per event) plugs in with register_per_step_table; its rows must carry the KEYS columns.

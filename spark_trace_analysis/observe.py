@@ -123,7 +123,8 @@ def _typed(obs: dict) -> dict:
     names = obs["leaders"] + list(obs["log_lens"]) + list(obs["hwms"]) + (obs["eligible"] or [])
     ints = [obs["epoch"], *obs["log_lens"].values(), *obs["hwms"].values()]
     maybe = [obs[k] for k in ("hwm_max", "hwm_min", "hwm_lag", "lost_acked")]
-    if (all(type(n) is str for n in names) and obs["leader"] in (None, *obs["leaders"])
+    if (all(type(n) is str for n in names) and (obs["leader"] is None
+                                                or type(obs["leader"]) is str)
             and all(map(_is_int, ints)) and all(x is None or _is_int(x) for x in maybe)):
         return obs
     raise TypeError("an observed variable holds a value of another type")

@@ -224,3 +224,20 @@ def stop_session() -> None:
     if s is not None:
         s.stop()
 
+
+def memory_bytes(text: str) -> int:
+    """A JVM memory setting as Spark writes it (512m, 1g, 4096M, 2gb; a bare number is MiB)
+    in bytes; 1 GiB, Spark's default driver heap, when it cannot be read."""
+    t = text.strip().lower().removesuffix("b")
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    mult = units.get(t[-1:], None)
+    try:
+        return int(float(t[:-1] if mult else t) * (mult or 2**20))
+    except ValueError:
+        return 2**30
+
+
+def driver_heap_bytes(spark) -> int:
+    """The driver's heap as configured (`spark.driver.memory`; Spark's default 1g when
+    unset): what a broadcast is sized against."""
+    return memory_bytes(spark.sparkContext.getConf().get("spark.driver.memory", "1g"))

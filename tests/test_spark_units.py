@@ -388,3 +388,9 @@ def test_a_state_whose_observed_variables_have_other_types_is_not_observed():
                      ("highWatermark", {"n1": {"#bigint": str(2**70)}})):
         fp, err, obs = state_info(json.dumps(dict(good, **{var: bad})))
         assert fp is not None and err is None and obs is None, (var, bad)
+
+
+def test_memory_settings_are_read_as_spark_writes_them():
+    from spark_trace_analysis.session import memory_bytes
+    assert [memory_bytes(t) for t in ("1g", "2G", "4096m", "512", "1.5g", "2gb", "x")] == [
+        2**30, 2**31, 2**32, 2**29, 3 * 2**29, 2**31, 2**30]
