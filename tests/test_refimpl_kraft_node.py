@@ -12,7 +12,7 @@ from refimpl.kraft.messages import (
 )
 from refimpl.kraft.node import BECOME_LEADER, CHECK_QUORUM, ELECTION, FETCH, KRaftNode
 from refimpl.kraft.quorum import majority
-from refimpl.kraft.state import LOG, META_PROPERTIES, QUORUM_STATE, Role, replace
+from refimpl.kraft.state import LOG, META_PROPERTIES, QUORUM_STATE, QuorumStateFile, Role, replace
 from refimpl.sim.protocol import CancelTimer, SetTimer
 
 VOTERS = ("n1", "n2", "n3")
@@ -586,9 +586,9 @@ def test_client_append_only_on_leader_and_synced():
 def test_describe_quorum():
     from kraftcore.values import Fn
     s = leader_state(last_fetch_offset=Fn({"n2": 2, "o1": 1}),
-                     high_watermark=2)
+                     high_watermark=3)
     d = N.describe_quorum(s)
-    assert d.error is Errors.NONE and d.leader_id == "n1" and d.high_watermark == 2
+    assert d.error is Errors.NONE and d.leader_id == "n1" and d.high_watermark == 3
     assert [(r.replica_id, r.log_end_offset) for r in d.current_voters] == [("n1", 3), ("n2", 2), ("n3", -1)]
     assert [(r.replica_id, r.log_end_offset) for r in d.observers] == [("o1", 1)]
     nd = N.describe_quorum(follower())
@@ -624,3 +624,50 @@ def test_shutdown_replica_ignores_everything():
     assert t.state.role is Role.SHUTDOWN
     assert N.handle_message(t.state, "n1", vote()) is None
     assert N.handle_timer(t.state, ELECTION) is None
+
+
+def test_describe_quorum_hides_the_hwm_retained_from_before_the_election():
+    # Kafka's QuorumStateTest.testCandidateToLeader / testHighWatermarkRetained: a new
+    # leader's high watermark is unknown (DescribeQuorum: -1) until a majority has replicated
+    # its LeaderChange record; the retained value stays in the state (spec highWatermark)
+    s = leader_state(high_watermark=2)              # LeaderChange at offset 2, not committed
+    assert s.epoch_start_offset == 2 and N.describe_quorum(s).high_watermark == -1
+    assert N.describe_quorum(replace(s, high_watermark=3)).high_watermark == 3
+
+
+def test_preferred_successors_put_voters_that_never_fetched_last():
+    # Kafka's LeaderStateTest.testGetNonLeaderFollowersByFetchOffsetDescending: an unknown
+    # end offset sorts last.  n2 only acknowledged BeginQuorumEpoch (end offset 0 in the
+    # spec's sense), n3 fetched at offset 0: n3 comes first although n2 < n3 by name
+    from kraftcore.values import Fn
+    s = leader_state(follower_end_offset=Fn({"n2": 0, "n3": 0}),
+                     last_fetch_offset=Fn({"n3": 0}))
+    t = N.resign(s)
+    assert t.sends[0].payload.preferred_successors == ("n3", "n2")
+    # a higher replicated offset still comes first whatever was fetched
+    s = leader_state(follower_end_offset=Fn({"n2": 2, "n3": 0}),
+                     last_fetch_offset=Fn({"n3": 0}))
+    assert N.resign(s).sends[0].payload.preferred_successors == ("n2", "n3")
+
+
+@pytest.mark.parametrize("qs", [None, (1, None, None), (1, "n2", None), (1, None, "n1")])
+def test_restart_with_a_quorum_state_older_than_the_log_starts_unattached_in_the_log_epoch(qs):
+    # Kafka's QuorumState.initialize: "Epoch from quorum store file ... is smaller than last
+    # written epoch": Unattached in the log's last epoch, no leader, no vote, persisted
+    log = recs(1, 3, 3)
+    disk = {LOG: log}
+    if qs is not None:
+        epoch, leader, voted = qs
+        disk[QUORUM_STATE] = QuorumStateFile(leader, epoch, voted, VOTERS)
+    t = N.restart("n1", disk)
+    assert (t.state.role, t.state.epoch, t.state.leader_id, t.state.voted_id) == (
+        Role.UNATTACHED, 3, None, None)
+    written = persisted(t, QUORUM_STATE)
+    assert (written.leader_epoch, written.leader_id, written.voted_id) == (3, None, None)
+
+
+def test_restart_with_a_consistent_quorum_state_keeps_it():
+    disk = {LOG: recs(1, 3, 3), QUORUM_STATE: QuorumStateFile("n2", 3, None, VOTERS)}
+    t = N.restart("n1", disk)
+    assert (t.state.role, t.state.epoch, t.state.leader_id) == (Role.FOLLOWER, 3, "n2")
+    assert persisted(t, QUORUM_STATE) is None

@@ -164,7 +164,7 @@ class _Recorder(KRaftAdapter):
                 continue
             d = self.node.describe_quorum(s)
             key = (n, s.epoch)
-            if d.high_watermark < self._hwm.get(key, 0):
+            if d.high_watermark < self._hwm.get(key, -1):
                 self.problems.append(f"{n} HWM went down in epoch {s.epoch}")
             self._hwm[key] = d.high_watermark
             for rs in d.current_voters + d.observers:

@@ -130,10 +130,22 @@ class KRaftNode:
                 role = passive_role(v, leader)
             s = replace(s, role=role, epoch=qs.leader_epoch, leader_id=leader, voted_id=v,
                         votes_granted=frozenset((node_id,)) if role is Role.CANDIDATE else frozenset())
+        persist: tuple = ()
+        if s.epoch < last_epoch(s.log):
+            # A quorum-state file older than the log (or missing beside a non-empty log):
+            # the replica must not act in an epoch below records it holds (its Vote requests
+            # would be INVALID_REQUEST: LastOffsetEpoch above the candidate's epoch).  As
+            # Kafka's QuorumState.initialize ("Epoch from quorum store file ... is smaller
+            # than last written epoch"), it starts Unattached in the log's last epoch, with no
+            # leader and no vote, and persists that.  The persist order (quorum-state before
+            # the log, KIP-595 "Persistent State") keeps this out of a healthy disk.
+            s = replace(s, role=Role.UNATTACHED, epoch=last_epoch(s.log), leader_id=None,
+                        voted_id=None, votes_granted=frozenset())
+            persist = (self._qs(s),)
         timers = self._role_timers(s)
         if s.role is Role.CANDIDATE:
             timers = tuple(x for x in timers if x.name != RESEND) + (SetTimer(RESEND, 0),)
-        return Transition(s, action, {"node": node_id}, timers=timers)
+        return Transition(s, action, {"node": node_id}, timers=timers, persist=persist)
 
     # ------------------------------------------------------------------ helpers
 
@@ -453,9 +465,12 @@ class KRaftNode:
         (descending), once, without retrying; it is then Resigned.  A candidate ending its
         election sends it with LeaderId -1 and stops."""
         if s.role is Role.LEADER:
-            feo = s.follower_end_offset
+            feo, fetched = s.follower_end_offset, s.last_fetch_offset
             others = [v for v in self._voters(s) if v != s.node_id]
-            succ = tuple(sorted(others, key=lambda v: (-feo.get(v, -1), v)))
+            # by replicated offset, descending (spec SuccessorOrders); among equal offsets a
+            # voter that never sent a valid Fetch comes last, as in Kafka's
+            # LeaderState.ReplicaState.compareTo (an unknown end offset sorts last)
+            succ = tuple(sorted(others, key=lambda v: (-feo.get(v, -1), v not in fetched, v)))
             req = EndQuorumEpochRequest(s.cluster_id, s.node_id, s.node_id, s.epoch, succ)
             new = self._clear(s, role=Role.RESIGNED)
             return Transition(new, "Resign", {"node": s.node_id},
@@ -681,8 +696,18 @@ class KRaftNode:
         voters = tuple(ReplicaState(v, len(s.log) if v == s.node_id else lfo.get(v, -1))
                        for v in self._voters(s))
         observers = tuple(ReplicaState(o, lfo[o]) for o in sorted(lfo) if o not in self._voters(s))
-        return DescribeQuorumResponse(Errors.NONE, s.node_id, s.epoch, s.high_watermark,
+        return DescribeQuorumResponse(Errors.NONE, s.node_id, s.epoch, self.reported_hwm(s),
                                       voters, observers)
+
+    @staticmethod
+    def reported_hwm(s: NodeState) -> int:
+        """The leader's HWM as DescribeQuorum reports it: -1 (unknown) until a majority has
+        replicated past the epoch's start (KIP-595 "High Watermark": the leader may only
+        advance it with a record of its own epoch), as Kafka's LeaderState reports an empty
+        high watermark until then (QuorumStateTest.testCandidateToLeader).  The state keeps
+        the value retained from before the election (spec highWatermark is not reset); only
+        the report hides it."""
+        return s.high_watermark if s.high_watermark > s.epoch_start_offset else -1
 
     def _on_describe_quorum(self, s: NodeState, src: str, m: DescribeQuorumRequest) -> Transition:
         return self._same(s, "HandleDescribeQuorumRequest",
