@@ -1057,3 +1057,41 @@ def test_recovery_after_all_nodes_failed():
         return sc
     ldr, st, first = _after_first_leader(3, all_down, seed=4)
     assert st["currentEpoch"][leader_of(st)] > final(first)["currentEpoch"][ldr]
+
+
+# ---------------------------------------------------------------- MockLogTest (log rules)
+
+def _log_of(*batches):
+    """(count, epoch) batches, as MockLogTest appends them."""
+    return tuple(Record(e, value="x") for n, e in batches for _ in range(n))
+
+
+@pytest.mark.parametrize("kafka_case, log, fetch, want", [
+    ("testValidateEpochGreaterThanLastKnownEpoch", ((1, 1),), (1, 2), (1, 1)),
+    ("testValidateOffsetGreatThanEndOffset", ((1, 1),), (2, 1), (1, 1)),
+    ("testValidateOffsetLessThanLEO", ((10, 1), (10, 2)), (11, 1), (1, 10)),
+    ("testValidateValidEpochAndOffset", ((5, 1),), (4, 1), None),
+    # the no-snapshot forms of testValidateUnknownEpochLessThanLastKnownGreaterThanOldestSnapshot
+    # and testValidateEpochLessThanFirstEpochInLog
+    ("testValidateUnknownEpochLessThanLastKnown", ((5, 1), (5, 2), (5, 4)), (100, 3), (2, 10)),
+    ("testValidateEpochLessThanFirstEpochInLog", ((5, 3),), (100, 2), (0, 0)),
+    ("a fetch at the start offset of the next epoch", ((5, 1), (5, 2)), (5, 1), None),
+])
+def test_validate_offset_and_epoch(kafka_case, log, fetch, want):
+    """MockLogTest.testValidate* (ReplicatedLog.validateOffsetAndEpoch, no snapshot); KIP-595
+    "FetchRequest Handling" step 3: Kafka's ValidOffsetAndEpoch.diverging(offset, epoch) is
+    the refimpl's DivergingEpoch (epoch, end offset), VALID is None."""
+    from refimpl.kraft import rules
+    assert rules.diverging_epoch(_log_of(*log), *fetch) == want, kafka_case
+
+
+def test_end_offset_for_epoch():
+    """MockLogTest.testEndOffsetForEpoch (MockLog.endOffsetForEpoch): for an epoch in the log,
+    its end offset; for an absent epoch, the end of the largest smaller epoch, with that epoch;
+    beyond the last epoch, the log end."""
+    from refimpl.kraft.log import end_offset_for_epoch
+    log = _log_of((5, 1), (5, 2), (5, 4))
+    assert [end_offset_for_epoch(log, e) for e in range(7)] == [
+        (0, 0), (1, 5), (2, 10), (2, 10), (4, 15), (4, 15), (4, 15)]
+    assert end_offset_for_epoch(_log_of((5, 3)), 2) == (0, 0)
+    assert end_offset_for_epoch((), 3) == (0, 0)
