@@ -206,9 +206,9 @@ BROADCAST_STATE_ROWS = 4_000_000
 
 
 def state_table(spark: SparkSession, files: list[str], lines: DataFrame,
-                staging: Path) -> DataFrame:
+                staging: Path) -> tuple[DataFrame, int]:
     """The `states` table: (sk1, sk2, state, fp, error, obs) for each DISTINCT state of the
-    good step lines, deduplicated in the JVM by its key: the one Python pass (a vectorised
+    good step lines (and how many distinct keys the first scan found), deduplicated in the JVM by its key: the one Python pass (a vectorised
     Arrow UDF: fingerprint, decoding error, observations), once per distinct state.
 
     The staging table holds the keys, not the state texts: the deduplication aggregates
@@ -222,13 +222,14 @@ def state_table(spark: SparkSession, files: list[str], lines: DataFrame,
     (steps.groupBy(*STATE_KEY).agg(F.min("row").alias("row"))
      .write.mode("overwrite").parquet(str(staging / "state_rows")))
     rows = spark.read.parquet(str(staging / "state_rows")).select("row")
-    if rows.count() <= BROADCAST_STATE_ROWS:
+    n_first = rows.count()
+    if n_first <= BROADCAST_STATE_ROWS:
         rows = F.broadcast(rows)
     picked = (read_lines(spark, files).select("row", "value").join(rows, "row")
               .select(F.from_json("value", LINE, _PARSE)["state"].alias("state")))
     return (picked.select(*state_key(F.col("state")), "state",
                           _state_info(F.col("state")).alias("info"))
-            .select(*STATE_KEY, "state", "info.*"))
+            .select(*STATE_KEY, "state", "info.*")), n_first
 
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
@@ -263,12 +264,12 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         "overwrite").parquet(str(staging / "lines"))
     lines = spark.read.parquet(str(staging / "lines"))
     say("fingerprinting and observing each distinct state once")
-    state_table(spark, files, lines, staging).write.mode("overwrite").parquet(
-        str(out / "states"))
+    table, n_first = state_table(spark, files, lines, staging)
+    table.write.mode("overwrite").parquet(str(out / "states"))
     states = spark.read.parquet(str(out / "states"))
     n_states = states.count()
     first = spark.read.parquet(str(staging / "state_rows"))
-    if (n_states != first.count()
+    if (n_states != n_first
             or first.join(states, list(STATE_KEY), "left_anti").limit(1).count()):
         raise InputError("the input changed while it was read: a second scan of the files "
                          "did not find every state of the first where it was")
@@ -338,8 +339,8 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         fps = F.broadcast(fps)      # keys and fingerprints, not the text, to every task
     steps = judged_steps(step_lines.select("trace_id", "step", "time_ms", "action", "params",
                                            *STATE_KEY, "file").join(fps, list(STATE_KEY)))
-    ok_steps = steps.select("trace_id", "step", "time_ms", "action", "params", *STATE_KEY, "fp", "unknown_action", "bug", "bounds",
-                            "file",
+    ok_steps = steps.select("trace_id", "step", "time_ms", "action", "params", *STATE_KEY, "fp",
+                            "unknown_action", "bug", "bounds", "file",
                             F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
                             F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
                             F.coalesce("bounds_config", F.lit(UNSTATED_BOUNDS))

@@ -92,11 +92,13 @@ def reassignment_table(steps, states):
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, MapType, StringType
 
+    from spark_trace_analysis.ingest import STATE_KEY
+
     w = Window.partitionBy("trace_id").orderBy("step")
     s = (steps.filter(F.col("protocol") == "reassign")
          .select("trace_id", "fault_profile", F.coalesce("bug", F.lit("none")).alias("bug"),
-                 "step", "time_ms", "action", "sk1", "sk2")
-         .join(states.select("sk1", "sk2", "state"), ["sk1", "sk2"]))
+                 "step", "time_ms", "action", *STATE_KEY)
+         .join(states.select(*STATE_KEY, "state"), list(STATE_KEY)))
     logs = F.get_json_object("state", "$.log")
     epochs = F.from_json(F.get_json_object("state", "$.currentEpoch"),
                          MapType(StringType(), LongType()))

@@ -131,7 +131,8 @@ class KRaftNode:
             s = replace(s, role=role, epoch=qs.leader_epoch, leader_id=leader, voted_id=v,
                         votes_granted=frozenset((node_id,)) if role is Role.CANDIDATE else frozenset())
         persist: tuple = ()
-        if s.epoch < last_epoch(s.log):
+        log_epoch = last_epoch(s.log)
+        if s.epoch < log_epoch:
             # A quorum-state file older than the log (or missing beside a non-empty log):
             # the replica must not act in an epoch below records it holds (its Vote requests
             # would be INVALID_REQUEST: LastOffsetEpoch above the candidate's epoch).  As
@@ -139,7 +140,7 @@ class KRaftNode:
             # than last written epoch"), it starts Unattached in the log's last epoch, with no
             # leader and no vote, and persists that.  The persist order (quorum-state before
             # the log, KIP-595 "Persistent State") keeps this out of a healthy disk.
-            s = replace(s, role=Role.UNATTACHED, epoch=last_epoch(s.log), leader_id=None,
+            s = replace(s, role=Role.UNATTACHED, epoch=log_epoch, leader_id=None,
                         voted_id=None, votes_granted=frozenset())
             persist = (self._qs(s),)
         timers = self._role_timers(s)
@@ -707,7 +708,8 @@ class KRaftNode:
         high watermark until then (QuorumStateTest.testCandidateToLeader).  The state keeps
         the value retained from before the election (spec highWatermark is not reset); only
         the report hides it."""
-        return s.high_watermark if s.high_watermark > s.epoch_start_offset else -1
+        return (s.high_watermark if rules.covers_current_epoch(s.high_watermark,
+                                                                s.epoch_start_offset) else -1)
 
     def _on_describe_quorum(self, s: NodeState, src: str, m: DescribeQuorumRequest) -> Transition:
         return self._same(s, "HandleDescribeQuorumRequest",

@@ -89,6 +89,12 @@ def follower_end_offset(recorded: int, fetch_offset: int, valid: bool) -> int:
     return max(recorded, fetch_offset if valid else 0)
 
 
+def covers_current_epoch(offset: int, epoch_start_offset: int) -> bool:
+    """KIP-595 "High Watermark" (current-epoch rule): an offset commits the leader's epoch
+    only past its first record (`epoch_start_offset`, the LeaderChange record)."""
+    return offset > epoch_start_offset
+
+
 def leader_high_watermark(voter_end_offsets: Iterable[int], n_voters: int,
                           epoch_start_offset: int, current_hwm: int,
                           check_current_epoch: bool = True, quorum: int | None = None) -> int:
@@ -98,7 +104,7 @@ def leader_high_watermark(voter_end_offsets: Iterable[int], n_voters: int,
     never decreasing."""
     q = majority(n_voters) if quorum is None else quorum
     m = majority_replicated_offset(voter_end_offsets, q)
-    if check_current_epoch and m <= epoch_start_offset:
+    if check_current_epoch and not covers_current_epoch(m, epoch_start_offset):
         return current_hwm
     return max(current_hwm, m)
 
