@@ -12,9 +12,10 @@ from refimpl.kraft.messages import (
 from refimpl.kraft.reassign import (
     Change, ChangeKind, committed_voters, next_change, target_from_log, voters_from_log,
 )
+from refimpl.kraft.node import CHECK_QUORUM, ELECTION
 from refimpl.kraft.reassign_node import REASSIGN, UPDATE_HWM, ReassignNode
 from refimpl.kraft.state import QUORUM_STATE, Role, replace
-from refimpl.sim.protocol import SetTimer
+from refimpl.sim.protocol import CancelTimer, SetTimer
 
 VOTERS = ("n1", "n2", "n3")
 N = ReassignNode(QuorumConfig(voters=VOTERS))
@@ -240,3 +241,94 @@ def test_null_target_cancels_with_the_current_voters_and_answers_once_committed(
                             AlterPartitionReassignmentsRequest(None))
     (env,) = done.sends
     assert env.payload.error is Errors.NONE and env.payload.target_voters is None
+
+
+# ---------------------------------------------------------------- liveness fixes (review 2026-11-24)
+
+N2 = ReassignNode(QuorumConfig(voters=("n1", "n2")))
+
+
+def two_voter_leader(log, hwm):
+    s = replace(N2.initial_state("n1", "c"), role=Role.LEADER, epoch=1, leader_id="n1",
+                voted_id="n1", log=log, high_watermark=hwm, epoch_start_offset=1)
+    return replace(s, voter_set=voters_from_log(log, ("n1", "n2")))
+
+
+def test_last_removing_leader_resigns_only_once_its_whole_log_is_committed():
+    """Draft step 6.2 and its example ("Once the new leader takes over, it will complete the
+    reassignment"): {n1, n2} -> {n2} with n1 leading.  Resigning while n2 lacks a record of
+    n1's, n1 (still a voter, longer log) refuses n2's vote request, which n2 needs: n1 wins
+    again and resigned again at once, for ever.  The leader now takes no client records
+    while its step-down is due, and steps down once HWM = log end."""
+    base = (va(1, ("n1", "n2")), Record(1, control=LeaderChange("c", "n1", ("n1", "n2"))),
+            va(1, ("n1", "n2"), ("n2",)))
+    behind = two_voter_leader(base + (Record(1, value="x"),), 3)
+    assert N2.reassign_step(behind) is None and N2.handle_timer(behind, REASSIGN) is None
+    ready = two_voter_leader(base, 3)
+    assert N2.client_append(ready, "y") is None             # the step-down is due
+    t = N2.handle_timer(ready, REASSIGN)
+    assert t.action == "ResignAsLastRemovingVoter" and t.state.role is Role.RESIGNED
+    # the HWM reaching the log end (n2's Fetch) arms the step-down
+    fetched = replace(behind, follower_end_offset=behind.follower_end_offset.set("n2", 3))
+    t = N2.handle_message(fetched, "n2", FetchRequest("c", "n2", 1, 4, 1))
+    assert t.state.high_watermark == 4 and has_timer(t, REASSIGN)
+    assert N2.handle_timer(t.state, REASSIGN).action == "ResignAsLastRemovingVoter"
+
+
+def test_a_change_of_the_leaders_voter_set_restarts_its_progress_timer():
+    """Draft "Bootstrapping Example": {n1} grows to {n1, n2}.  The progress timer armed at
+    n1's election (alone) must not expire before n2 could fetch as a voter: n2 is an observer
+    by its own log until it fetches the record, grants no vote, and n1 could never be
+    elected again."""
+    one = ReassignNode(QuorumConfig(voters=("n1",)))
+    log = (va(1, ("n1",)), Record(1, control=LeaderChange("c", "n1", ("n1",))),
+           va(1, ("n1",), ("n1", "n2")))
+    s = replace(one.initial_state("n1", "c"), role=Role.LEADER, epoch=1, leader_id="n1",
+                voted_id="n1", log=log, high_watermark=3, epoch_start_offset=1,
+                voter_set=("n1",))
+    s = replace(s, follower_end_offset=s.follower_end_offset.set("n2", 3))
+    t = one.handle_timer(s, REASSIGN)
+    assert t.action == "AddVoter" and t.state.voter_set == ("n1", "n2")
+    assert SetTimer(CHECK_QUORUM, one.cfg.fetch_timeout_ms) in t.timers
+
+
+def test_not_follower_downgrades_the_removed_voter_at_once():
+    """Early revision "FetchQuorumRecords Response Handling" 3: NOT_FOLLOWER -> "do a
+    self-downgrade", although the removal record has not reached the replica's log yet."""
+    log = (lc(2), Record(2, value="a"), va(2, ("n1", "n2")))
+    f = replace(N.initial_state("n3", "c"), role=Role.FOLLOWER, epoch=2, leader_id="n1",
+                log=log[:1], voter_set=VOTERS, fetch_pending=True)
+    t = N.handle_message(f, "n1", FetchResponse(Errors.NOT_FOLLOWER, "n1", 2, 1, 1, 2,
+                                                (log[1],)))
+    assert t.state.log == log[:2] and "n3" in t.state.voter_set     # not there yet
+    assert CancelTimer(ELECTION) in t.timers and not has_timer(t, ELECTION)
+    ok = N.handle_message(f, "n1", FetchResponse(Errors.NONE, "n1", 2, 1, 1, 2, (log[1],)))
+    assert has_timer(ok, ELECTION)                          # a plain response keeps it
+
+
+def test_empty_target_is_rejected_and_nothing_is_appended():
+    """Kafka's KafkaRaftClientReconfigTest.testRemoveVoterToEmptyVoterSet; null (not empty)
+    is the cancellation."""
+    s = leader((lc(2),), 1)
+    t = N.handle_message(s, "admin", AlterPartitionReassignmentsRequest(()))
+    assert t.sends[0].payload.error is Errors.INVALID_REQUEST and t.state.log == s.log
+
+
+def test_malformed_vote_request_from_a_non_voter_is_invalid_and_changes_nothing():
+    """KafkaRaftClientTest.testInvalidVoteRequest, whoever the candidate."""
+    s = replace(N.initial_state("n2", "c"), role=Role.FOLLOWER, epoch=1, leader_id="n1",
+                log=(lc(1),))
+    for bad in (VoteRequest("c", 3, "n4", 7, 1), VoteRequest("c", 3, "n4", 1, -5)):
+        t = N.handle_message(s, "n4", bad)
+        assert t.sends[0].payload.error is Errors.INVALID_REQUEST
+        assert (t.state.role, t.state.epoch) == (Role.FOLLOWER, 1)
+
+
+def test_a_voter_added_later_stands_for_a_non_voter_by_default():
+    """Draft: "when a voter receives a VoteRequest from a non-voter, it must then become a
+    candidate" -- for a voter added by a VoterAssignment too, not only the bootstrap ones."""
+    log = (lc(1), va(1, ("n1", "n2", "n3", "n4")))
+    s = replace(N.initial_state("n4", "c"), role=Role.FOLLOWER, epoch=1, leader_id="n1",
+                log=log, voter_set=("n1", "n2", "n3", "n4"))
+    t = N.handle_message(s, "n5", VoteRequest("c", 2, "n5", 1, 2))
+    assert t.state.role is Role.CANDIDATE and t.state.epoch == 2

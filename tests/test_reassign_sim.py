@@ -88,3 +88,36 @@ def test_reassignment_metrics_of_a_trace():
     s = summarize(items)
     assert (s["reassignments"], s["completed"], s["superseded"]) == (3, 1, 1)
     assert s["time_to_complete_ms_p50"] == 110 and s["epochs_per_reassignment_mean"] == 2
+
+
+def _recovered(voters, targets, profile, seeds):
+    """Liveness verdicts of runs whose faults stop at 10 s (the online property
+    LeaderElectedAndReplicasCaughtUp must hold again within the default bound)."""
+    from collections import Counter
+
+    from refimpl.kraft.adapter import KRaftBounds
+    from refimpl.kraft.reassign_adapter import ReassignWorkload
+    from refimpl.sim.simulator import Simulator
+    out = Counter()
+    for seed in seeds:
+        observers = tuple(n for n in ("n1", "n2", "n3") if n not in voters)
+        a = ReassignAdapter(KRaftBounds(voters=voters, observers=observers, values=("v1", "v2")),
+                            targets=targets, workload=ReassignWorkload(admin_share=0.05))
+        r = Simulator(a, seed, get_profile(profile), 20000, trace=False,
+                      faults_until_ms=10_000, stop_when_recovered=True).run()
+        out[(r.liveness or {}).get("verdict")] += 1
+    return dict(out)
+
+
+@pytest.mark.parametrize("voters,targets,profile", [
+    # the leader is the last RemovingVoter and its vote is needed: it stepped down before its
+    # successors held its log, won again and resigned again for ever (21 of 100 lossy runs
+    # and 5 of 100 fault-free runs never recovered before the fix)
+    (("n1", "n2"), (("n1",), ("n2",)), "lossy"),
+    (("n1", "n2", "n3"), (("n2", "n3"), ("n1", "n3")), "lossy"),
+    # the draft's bootstrapping example: growth from one voter (its progress timer expired
+    # before the new voter could fetch as a voter, and then no one could be elected)
+    (("n1",), (("n1", "n2"),), "none"),
+])
+def test_reassignments_recover_after_the_faults_stop(voters, targets, profile):
+    assert _recovered(voters, targets, profile, range(40)) == {"recovered": 40}

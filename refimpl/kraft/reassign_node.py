@@ -21,11 +21,17 @@
   leader has committed a record of its own epoch; a NewVoter only once caught up as an observer
   (the end offset the leader tracks for it, as for every TargetVoter, reached the leader's
   HWM, draft "Observer Promotion"); a leader that is
-  the last RemovingVoter resigns with EndQuorumEpoch and stays a voter (draft step 6.2);
+  the last RemovingVoter resigns with EndQuorumEpoch and stays a voter (draft step 6.2),
+  once its whole log is committed (it takes no client records meanwhile), so that a
+  successor can win;
+* the leader progress timeout restarted when the leader's voter set changes (a voter just
+  added has not fetched as a voter yet);
 * the leader's HWM recomputed in its own step (`update-hwm` timer, spec UpdateHighWatermark)
   when an append or a removal lets it grow without a Fetch (a single-voter quorum);
 * NOT_FOLLOWER on Fetch from a replica whose removal is committed (draft step 5; early revision
-  "FetchQuorumRecords" step 4 and "New Error Codes"), with the fetched data still valid;
+  "FetchQuorumRecords" step 4 and "New Error Codes"), with the fetched data still valid; the
+  replica downgrades at once (no election timer), before the removal record reaches it;
+* an empty target (not null) rejected with INVALID_REQUEST;
 * voters rejecting a VoteRequest from a non-voter and then becoming candidates (draft: "when a
   voter receives a VoteRequest from a non-voter, it must then become a candidate").
 
@@ -43,14 +49,14 @@ from refimpl.kraft.messages import (
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, Errors,
     FetchRequest, FetchResponse, VoteRequest, VoteResponse,
 )
-from refimpl.kraft.node import RESEND, KRaftNode
+from refimpl.kraft.node import CHECK_QUORUM, ELECTION, RESEND, KRaftNode
 from refimpl.kraft.quorum import is_majority
 from refimpl.kraft.reassign import (
     ChangeKind, committed_voters, latest_assignment, next_change, sorted_ids, target_from_log,
     voters_from_log,
 )
 from refimpl.kraft.state import LOG, QUORUM_STATE, NodeState, QuorumStateFile, Role, replace
-from refimpl.sim.protocol import Persist, SetTimer, Transition
+from refimpl.sim.protocol import CancelTimer, Persist, SetTimer, Transition
 
 __all__ = ["ReassignNode", "REASSIGN", "UPDATE_HWM"]
 
@@ -58,11 +64,23 @@ REASSIGN = "reassign"       # the leader's next single-member change may be enab
 UPDATE_HWM = "update-hwm"   # the leader's HWM may grow without a Fetch
 
 
+class _EveryReplica(frozenset):
+    """`timeout_voters` of the unbounded protocol: any replica may become a voter, and then
+    its timers may fire."""
+
+    def __contains__(self, _node) -> bool:
+        return True
+
+
 class ReassignNode(KRaftNode):
     """KIP-642 on top of KIP-595; `config.voters` are the bootstrap voters (quorum.voters)."""
 
     def __init__(self, config, bug: str | None = None, **kw):
         super().__init__(config, bug, **kw)
+        if kw.get("timeout_voters") is None:
+            # the unbounded protocol: a voter added later follows the draft's "must then
+            # become a candidate" rule as a bootstrap voter does
+            self.timeout_voters = _EveryReplica()
         self.inline_single_voter_hwm = False
         self.bug_before_epoch_commit = bug_enabled(bug, "reassign-before-epoch-commit")   # (a)
         self.bug_two_in_flight = bug_enabled(bug, "reassign-two-changes-in-flight")       # (b)
@@ -152,7 +170,16 @@ class ReassignNode(KRaftNode):
             # promoted to voter (election timer) or removed (observer: no election timer)
             timers = timers + self._role_timers(new)
         if new.role is Role.LEADER and new_voters != old_voters:
-            timers = timers + (SetTimer(RESEND, 0),)   # BeginQuorumEpoch to new voters
+            # BeginQuorumEpoch to new voters; and the leader progress timeout starts again
+            # for the new set (as at election): a voter just added has had no chance to
+            # fetch as a voter yet.  Without this, a single voter that had armed the timer
+            # at its election and adds a second voter could time out before the new voter's
+            # next Fetch, and then no replica could win (the new voter, an observer by its
+            # own log until it fetches the record, grants no vote): the growth from one
+            # voter deadlocked (KIP-642 draft "Bootstrapping Example"; Kafka's LeaderState
+            # measures check-quorum against the current voter set).
+            timers = timers + (SetTimer(RESEND, 0),
+                               SetTimer(CHECK_QUORUM, self.cfg.fetch_timeout_ms))
         if changed_log:
             due = self._persist_due(new)
             if due is not None:
@@ -190,6 +217,11 @@ class ReassignNode(KRaftNode):
         return self._finish(s, super().handle_timer(s, timer))
 
     def client_append(self, s: NodeState, value: str) -> Transition | None:
+        """A leader that is about to step down as the last RemovingVoter takes no more
+        client records (they would go to its successor), so that its whole log can commit
+        and a successor holding all of it can win (see `_reassign_change`)."""
+        if self._resign_due(s):
+            return None
         return self._finish(s, super().client_append(s, value))
 
     def resign(self, s: NodeState) -> Transition | None:
@@ -268,6 +300,11 @@ class ReassignNode(KRaftNode):
 
         if s.role is not Role.LEADER:
             return reply(Errors.NOT_LEADER_OR_FOLLOWER)
+        if m.target_voters is not None and not m.target_voters:
+            # an empty voter set is no target (null is the cancellation): rejected, nothing
+            # appended (Kafka's KafkaRaftClientReconfigTest.testRemoveVoterToEmptyVoterSet;
+            # the spec's TargetSets holds no empty set)
+            return reply(Errors.INVALID_REQUEST)
         pending = target_from_log(s.log)
         cur = self._voters(s)
         if m.target_voters is None:
@@ -311,13 +348,35 @@ class ReassignNode(KRaftNode):
         feo = s.follower_end_offset
         return frozenset(r for r in feo if feo[r] >= s.high_watermark)
 
-    def _reassign_change(self, s: NodeState):
+    def _next_change(self, s: NodeState):
         if s.role is not Role.LEADER or not self._rule_b(s):
             return None
         ch = next_change(self._voters(s), target_from_log(s.log), s.node_id, self.caught_up(s))
         if ch is None or ch.kind is ChangeKind.WAIT:
             return None
+        return ch
+
+    def _resign_due(self, s: NodeState) -> bool:
+        """The leader is the last RemovingVoter and its latest assignment is committed: it
+        will step down (draft step 6.2) once its whole log is committed."""
+        ch = self._next_change(s)
+        return ch is not None and ch.kind is ChangeKind.RESIGN
+
+    def _reassign_change(self, s: NodeState):
+        ch = self._next_change(s)
+        if ch is None:
+            return None
         if ch.kind in (ChangeKind.ADD, ChangeKind.REMOVE) and not self._rule_a(s):
+            return None
+        if ch.kind is ChangeKind.RESIGN and not (self._rule_a(s)
+                                                 and s.high_watermark == len(s.log)):
+            # draft step 6.2 and its example ("Once the new leader takes over, it will
+            # complete the reassignment"): the leader steps down only when a successor can
+            # win, i.e. once its whole log (its own epoch's records included) is committed,
+            # so that a majority holds all of it.  Resigning earlier, its own vote (still a
+            # voter, with the longer log) refuses every successor, and when that vote is
+            # needed it wins again and resigns again at once: the quorum livelocked (a
+            # target of one voter, or a target voter that lags).
             return None
         return ch
 
@@ -394,11 +453,21 @@ class ReassignNode(KRaftNode):
         return t
 
     def _on_fetch_response(self, s: NodeState, src: str, m: FetchResponse) -> Transition:
-        """NOT_FOLLOWER is non-fatal and its records are valid: handled as NONE; the replica
-        is an observer as its own log says (the removal record reaches it with the data)."""
-        if m.error is Errors.NOT_FOLLOWER:
-            m = dataclasses.replace(m, error=Errors.NONE)
-        return KRaftNode._on_fetch_response(self, s, src, m)
+        """NOT_FOLLOWER is non-fatal and its records are valid: handled as NONE, and the
+        replica downgrades at once (early revision "FetchQuorumRecords Response Handling" 3:
+        "it will receive a non-fatal NOT_FOLLOWER error code, and do a self-downgrade"; draft
+        step 5): its election timer stops, although its own log may not hold the removal
+        record yet (a response carries at most fetch_max_records).  Otherwise a removed voter
+        that loses its leader before the record reaches it would stand, and the voters that
+        know of its removal would then stand in its epoch and depose a healthy leader.  Its
+        log decides the rest: it is an observer once the record arrives."""
+        if m.error is not Errors.NOT_FOLLOWER:
+            return KRaftNode._on_fetch_response(self, s, src, m)
+        t = KRaftNode._on_fetch_response(self, s, src, dataclasses.replace(m, error=Errors.NONE))
+        if t is None or t.state is None or t.state.role is not Role.FOLLOWER:
+            return t
+        timers = tuple(x for x in t.timers if x.name != ELECTION) + (CancelTimer(ELECTION),)
+        return dataclasses.replace(t, timers=timers)
 
     def _on_vote_request(self, s: NodeState, src: str, m: VoteRequest) -> Transition:
         """KIP-642 draft: "Voters must reject votes from non-voters, but that does not mean
@@ -411,7 +480,11 @@ class ReassignNode(KRaftNode):
         voter."""
         voters = self._voters(s)
         if (m.candidate_id in voters or s.node_id not in voters
-                or self._cluster_check_fails(s, m.cluster_id) or m.candidate_epoch < s.epoch):
+                or self._cluster_check_fails(s, m.cluster_id) or m.candidate_epoch < s.epoch
+                or not rules.vote_request_is_valid(m.candidate_epoch, m.last_offset_epoch,
+                                                   m.last_offset)):
+            # (a malformed request is answered INVALID_REQUEST there, whoever sends it:
+            # Kafka's KafkaRaftClientTest.testInvalidVoteRequest)
             return KRaftNode._on_vote_request(self, s, src, m)
         if self.bug_vote_non_voter:
             widened = replace(s, voter_set=tuple(sorted(set(voters) | {m.candidate_id})))
