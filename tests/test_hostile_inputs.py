@@ -210,3 +210,30 @@ def test_stats_turns_a_bad_file_into_bad_rows_and_keeps_the_good_traces(tmp_path
     assert s["traces"] == 2 and s["bad_rows"] >= len(lines) - 1
     assert s["steps"] >= len(lines) - 2       # the good trace's steps are all counted
     assert (tmp_path / "out" / "report.html").is_file()
+
+
+@pytest.mark.parametrize("params,field", [('{"node":{"id":"n1"}}', "params.node"),
+                                          ('{"node":["n1"]}', "params.node"),
+                                          ('"n1"', "params")])
+def test_params_that_are_not_an_object_or_name_no_node_are_malformed(params, field, tmp_path):
+    """An unhashable `params.node` crashed the liveness check and lost the whole corpus."""
+    lines = list(GOOD)
+    lines[2] = lines[2].replace('"params":{}', f'"params":{params}')
+    p = tmp_path / "params.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(TraceMalformed) as e:
+        read_trace(p)
+    assert e.value.line == 3 and e.value.field == field
+
+
+def test_a_boolean_where_the_step_before_had_an_integer_is_a_new_value(tmp_path):
+    """Python's True == 1 made the observer reuse the previous step's value: a state with
+    TRUE where the spec has 1 was judged as the state before it (and the trace valid)."""
+    lines = list(GOOD)
+    assert '"ticket":{"n1":1,"n2":1}' in lines[3] and '"ticket":{"n1":1,"n2":1}' in lines[4]
+    lines[4] = lines[4].replace('"ticket":{"n1":1,"n2":1}', '"ticket":{"n1":true,"n2":1}')
+    p = tmp_path / "bool.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    corpus._set_graph(GRAPH)
+    r = corpus._check_in_graph(str(p))
+    assert r["verdict"] != "valid", r

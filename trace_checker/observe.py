@@ -40,7 +40,10 @@ class Observer:
                 if raw is _MISSING:
                     key.append(None)
                     continue
-                if prev_id[i] is not None and raw == prev_raw[i]:
+                # the same value as the step before (type-strict: Python's == has False == 0
+                # and 1.0 == 1, but FALSE and 0 are distinct TLA+ values)
+                if prev_id[i] is not None and raw == prev_raw[i] and _same_types(raw,
+                                                                                prev_raw[i]):
                     key.append(prev_id[i])
                     continue
                 try:
@@ -66,3 +69,15 @@ class Observer:
 
 
 _MISSING = object()
+
+
+def _same_types(a, b) -> bool:
+    """Whether two JSON values that compare equal have the same type at every level (bool,
+    int, float, str, list, dict), so that equality means the same TLA+ value."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return all(_same_types(x, b[k]) for k, x in a.items())
+    if type(a) is list:
+        return all(_same_types(x, y) for x, y in zip(a, b))
+    return True

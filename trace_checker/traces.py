@@ -217,8 +217,15 @@ def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
     for v in state:
         if v not in known:
             raise TraceMalformed(path, line, f"state.{v}", "not a variable of the header")
+    params = obj.get("params")
+    if params is not None and not isinstance(params, dict):
+        raise TraceMalformed(path, line, "params", f"must be a JSON object, got {_short(params)}")
+    if params and "node" in params and type(params["node"]) is not str:
+        # the acting node: the liveness check follows each node's obligations by its name
+        raise TraceMalformed(path, line, "params.node",
+                             f"must be a node name (a string), got {_short(params['node'])}")
     t = obj.get("time_ms")
-    return Step(line, idx, action, obj.get("params"), state, t if type(t) is int else None)
+    return Step(line, idx, action, params, state, t if type(t) is int else None)
 
 
 def read_trace(path: str | Path) -> Trace:
