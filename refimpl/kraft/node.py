@@ -79,7 +79,8 @@ class KRaftNode:
         self.cfg = config
         self.voters = config.voters
         self.max_epoch = max_epoch
-        self.timeout_voters = frozenset(config.voters if timeout_voters is None else timeout_voters)
+        # None: every voter (bootstrap or, with reassignment, added later) may time out
+        self.timeout_voters = None if timeout_voters is None else frozenset(timeout_voters)
         # Kafka's observer goes back to asking the voters when its leader has been silent for
         # quorum.fetch.timeout.ms; spec/KRaft.tla has no such step (a Follower fetches only
         # from its leader), so bounded (spec-faithful) runs switch it off
@@ -181,6 +182,11 @@ class KRaftNode:
                      rules.election_backoff_max(s.election_retries + 1, cfg.retry_backoff_ms,
                                                 cfg.election_backoff_max_ms))
         return SetTimer(ELECTION, cfg.election_timeout_ms, jitter)
+
+    def may_time_out(self, node: str) -> bool:
+        """Whether a voter's timers may fire (the spec's TimeoutVoters; every voter by
+        default)."""
+        return self.timeout_voters is None or node in self.timeout_voters
 
     def _role_timers(self, s: NodeState, prev: NodeState | None = None) -> tuple:
         """The timers of a role just entered (every other timer is cancelled).
@@ -504,7 +510,7 @@ class KRaftNode:
                 or s.node_id not in succ or not self._is_voter(s)):
             return self._same(s, "HandleEndQuorumEpochRequest")
         pos = succ.index(s.node_id)
-        if (pos == 0 and s.node_id in self.timeout_voters
+        if (pos == 0 and self.may_time_out(s.node_id)
                 and (self.max_epoch is None or m.leader_epoch < self.max_epoch)):
             return self.start_election(s, "HandleEndQuorumEpochRequest", m.leader_epoch + 1)
         new = self.step_down(s, m.leader_epoch, leader)

@@ -64,23 +64,11 @@ REASSIGN = "reassign"       # the leader's next single-member change may be enab
 UPDATE_HWM = "update-hwm"   # the leader's HWM may grow without a Fetch
 
 
-class _EveryReplica(frozenset):
-    """`timeout_voters` of the unbounded protocol: any replica may become a voter, and then
-    its timers may fire."""
-
-    def __contains__(self, _node) -> bool:
-        return True
-
-
 class ReassignNode(KRaftNode):
     """KIP-642 on top of KIP-595; `config.voters` are the bootstrap voters (quorum.voters)."""
 
     def __init__(self, config, bug: str | None = None, **kw):
         super().__init__(config, bug, **kw)
-        if kw.get("timeout_voters") is None:
-            # the unbounded protocol: a voter added later follows the draft's "must then
-            # become a candidate" rule as a bootstrap voter does
-            self.timeout_voters = _EveryReplica()
         self.inline_single_voter_hwm = False
         self.bug_before_epoch_commit = bug_enabled(bug, "reassign-before-epoch-commit")   # (a)
         self.bug_two_in_flight = bug_enabled(bug, "reassign-two-changes-in-flight")       # (b)
@@ -491,7 +479,7 @@ class ReassignNode(KRaftNode):
             t = KRaftNode._on_vote_request(self, widened, src, m)
             return dataclasses.replace(t, state=replace(t.state, voter_set=voters))
         fresh = m.candidate_epoch > s.epoch or (s.voted_id is None and s.leader_id is None)
-        if s.node_id not in self.timeout_voters or not fresh:
+        if not self.may_time_out(s.node_id) or not fresh:
             return KRaftNode._on_vote_request(self, s, src, m)
         reply = self._send(s, src, VoteResponse(Errors.NONE, None, m.candidate_epoch, False))
         t = self.start_election(s, "HandleVoteRequest", m.candidate_epoch)
