@@ -177,9 +177,9 @@ def from_itf(j: Any, where: str = "value") -> Value:
     """Decode ITF JSON data into a canonical value; `where` names the place for errors.
 
     Raises ValueError_ (never anything else) for what is not a TLA+ value this suite can
-    represent: null, non-integral numbers (NaN / Infinity included), unknown tags, nesting
-    deeper than MAX_DEPTH, integers longer than MAX_DIGITS, and sets or maps whose members
-    Python would merge though TLA+ keeps them apart (1 and TRUE, 0 and FALSE)."""
+    represent: null, JSON numbers with a fraction or exponent (1.0, NaN, Infinity), unknown
+    tags, nesting deeper than MAX_DEPTH, integers longer than MAX_DIGITS, and sets or maps whose
+    members Python would merge though TLA+ keeps them apart (1 and TRUE, 0 and FALSE)."""
     try:
         return _from_itf(j, where, 0)
     except RecursionError:
@@ -196,9 +196,9 @@ def _from_itf(j: Any, where: str, depth: int) -> Value:
     if t is int:
         return j
     if t is float:
-        if j.is_integer() and abs(j) < 2**63:
-            return int(j)
-        raise ValueError_(f"{where}: {j!r} is not an integer")
+        # ITF writes integers as JSON integers; 1.0 is a JSON fraction, not the integer 1
+        raise ValueError_(f"{where}: {j!r} is not an integer (write integers without a "
+                          "fraction or exponent)")
     d = depth + 1
     if t is list:
         return tuple(_from_itf(x, f"{where}[{i}]", d) for i, x in enumerate(j))

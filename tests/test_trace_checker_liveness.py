@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from refimpl.sim.runner import RunSpec, run_seeds
-from trace_checker.liveness import TimerBounds, check_liveness, judge_liveness
+from trace_checker.liveness import (LivenessJudge, NotJudged, TimerBounds, check_liveness,
+                                    judge_liveness)
 from trace_checker.traces import Step, Trace, read_trace
 
 VOTERS = ("n1", "n2", "n3")
@@ -73,9 +74,47 @@ def test_a_node_seen_only_at_its_restart_is_excused():
 def test_no_obligation_at_max_epoch_or_outside_timeout_voters():
     steps = [(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
              (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)]
-    assert check_liveness(_trace(steps, {"MaxEpoch": 1})) == []
-    assert check_liveness(_trace(steps, {"TimeoutVoters": {"#set": ["n3"]}})) == []
-    assert [v.node for v in check_liveness(_trace(steps, {"MaxEpoch": 2}))] == ["n2"]
+    t = _trace(steps)
+    assert check_liveness(t, B, LivenessJudge("c", max_epoch=1)) == []
+    assert check_liveness(t, B, LivenessJudge("c", timeout_voters=frozenset({"n3"}))) == []
+    assert [v.node for v in check_liveness(t, B, LivenessJudge("c", max_epoch=2))] == ["n2"]
+
+
+def test_the_trace_header_cannot_weaken_the_judge():
+    """MaxEpoch / TimeoutVoters come from the judge config, never from the header's bounds."""
+    steps = [(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+             (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)]
+    for consts in ({"MaxEpoch": 0}, {"TimeoutVoters": []}, {"TimeoutVoters": {"#set": []}}):
+        t = _trace(steps, consts)
+        assert [v.node for v in check_liveness(t, B, LivenessJudge("c"))] == ["n2"], consts
+        t.spec_module = "ELR"                   # nor can its spec_module switch it off
+        assert [v.node for v in check_liveness(t, B, LivenessJudge("c"))] == ["n2"]
+
+
+def test_every_itf_spelling_of_a_function_is_the_same_state():
+    steps = [(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+             (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)]
+    t = _trace(steps)
+    for s in t.steps:
+        s.state["role"] = {"#map": [[k, v] for k, v in s.state["role"].items()]}
+        s.state["followerEndOffset"] = {k: {"#map": [[w, o] for w, o in v.items()]}
+                                        for k, v in s.state["followerEndOffset"].items()}
+    assert [v.node for v in check_liveness(t)] == ["n2"]
+
+
+def test_a_trace_it_cannot_judge_is_said_so_not_passed():
+    steps = [(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+             (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)]
+    t = _trace(steps)
+    del t.steps[1].state["role"]                 # partial observation of a timer variable
+    with pytest.raises(NotJudged, match="step 1 .* does not observe role"):
+        check_liveness(t)
+    r = judge_liveness(t, {"verdict": "valid"}, LivenessJudge("c"))
+    assert r["verdict"] == "valid" and "does not observe role" in r["liveness_not_judged"]
+    t = _trace(steps)
+    t.steps[2].time_ms = None
+    with pytest.raises(NotJudged, match="no virtual time"):
+        check_liveness(t)
 
 
 def test_leader_without_a_following_majority_must_give_up():
@@ -90,11 +129,13 @@ def test_leader_without_a_following_majority_must_give_up():
 def test_judge_liveness_turns_valid_into_invalid_only():
     t = _trace([(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
                 (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)])
-    r = judge_liveness(t, {"verdict": "valid"})
+    r = judge_liveness(t, {"verdict": "valid"}, LivenessJudge("c"))
     assert r["verdict"] == "invalid" and r["failed_step"] == 2
     assert r["diagnosis"]["kind"] == "liveness" and r["liveness"][0]["node"] == "n2"
     kept = {"verdict": "invalid", "failed_step": 1}
-    assert judge_liveness(t, dict(kept)) == kept
+    assert judge_liveness(t, dict(kept), LivenessJudge("c")) == kept
+    # a judge with no timers this check knows (not a KRaft config): nothing to judge
+    assert judge_liveness(t, {"verdict": "valid"}, None) == {"verdict": "valid"}
 
 
 @pytest.fixture(scope="module")

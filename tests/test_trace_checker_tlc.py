@@ -23,6 +23,7 @@ EXPECTED = {
     "valid-beyond-bounds": "valid",          # beyond MaxTicket = 2, yet allowed by the spec
     "partial-valid-holder": "valid",
     "valid-stutter": "valid",
+    "invalid-stutter-unknown-action": "invalid",   # a stutter must claim an action of Next
     "invalid-double-grant": "invalid",
     "invalid-wrong-action": "invalid",
     "invalid-beyond-bounds": "invalid",      # a bug beyond the bounds is still a bug
@@ -32,7 +33,7 @@ EXPECTED = {
     "malformed-unknown-variable": "malformed",
     "malformed-out-of-order": "malformed",
 }
-FAIL_STEP = {"invalid-double-grant": 4, "invalid-wrong-action": 2, "invalid-beyond-bounds": 4,
+FAIL_STEP = {"invalid-stutter-unknown-action": 3, "invalid-double-grant": 4, "invalid-wrong-action": 2, "invalid-beyond-bounds": 4,
              "invalid-injection-string": 3, "partial-invalid-holder": 4}
 
 
@@ -68,6 +69,8 @@ def test_fixture_corpus_verdicts(mode, tlc_toolchain, tmp_path):
             assert got[name]["failed_step"] == k
     assert not s["ok"]
     assert all(n["failed_runs"] == 0 for n in s["neighbourhood"])   # escaping held
+    why = got["invalid-stutter-unknown-action"]["diagnosis"]["summary"]
+    assert "Crash is not an action of the spec's next-state relation" in why
     if mode == "graph":
         assert got["valid-beyond-bounds"]["rechecked"] and got["valid-request-grant"].get("rechecked") is None
     kept = sorted(p.name for p in (tmp_path / "out").iterdir())

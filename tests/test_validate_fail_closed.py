@@ -146,7 +146,7 @@ def _kraft_trace(tmp: Path, bounds, spec_module: str = "KRaft", protocol: str = 
     h = {"kind": "header", "schema": "kraftcheck-trace/1", "trace_id": "t", "protocol": protocol,
          "spec_module": spec_module, "variables": ["x"], "model_values": [], "bounds": bounds,
          "bug": None, "seed": 0}
-    p = _write(tmp / "t.jsonl", [h, {"kind": "step", "step": 0, "action": "Init",
+    p = _write(tmp / "t.jsonl", [h, {"kind": "step", "step": 0, "action": "Init", "time_ms": 0,
                                      "state": {"x": 1}}, {"kind": "footer", "steps": 0}])
     return read_trace(p)
 

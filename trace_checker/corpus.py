@@ -37,7 +37,7 @@ from trace_checker.codec import Codec
 from trace_checker.coverage import action_coverage, graph_coverage, spec_actions
 from trace_checker.diagnose import diagnose
 from trace_checker.fullgraph import load_graph, resolve_entry
-from trace_checker.liveness import judge_liveness
+from trace_checker.liveness import LivenessJudge, judge_liveness, liveness_judge
 from trace_checker.graph import StateGraph
 from trace_checker.neighbourhood import (BOUND_PREFIX, Neighbourhood, NeighbourhoodError,
                                          TLCOutOfMemory, TLCUnavailable, raised_constants)
@@ -63,14 +63,35 @@ def collect_files(paths: Iterable[str | os.PathLike], strict: bool = False) -> l
     """Files given, plus every *.jsonl / *.ndjson / *.trace under the folders given.
 
     strict: a path that does not exist, or a folder holding no trace file, raises CorpusError
-    (nothing to judge is never "ok")."""
+    (nothing to judge is never "ok").  A trace file of a folder that cannot be opened (a
+    dangling symlink, a symlink loop) is listed all the same: reading it makes it malformed
+    ("cannot read: ..."), it is never skipped silently.  A FIFO, socket or block device, given
+    or found, raises CorpusError (opening or reading it could wait for ever).  A file reached
+    twice (the same file once resolved, e.g. a/b.jsonl and a/../a/b.jsonl) is listed once."""
+    import stat
+
+    def refuse_special(f: Path) -> None:
+        try:
+            mode = os.stat(f).st_mode
+        except OSError:
+            return                  # cannot be opened: the reader reports it malformed
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a block device" if stat.S_ISBLK(mode) else None)
+        if kind is not None:
+            raise CorpusError(f"{f}: not a regular file ({kind}); a trace must be a regular "
+                              "file")
+
     out: list[str] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            found = [str(f) for f in sorted(p.rglob("*"))
-                     if f.is_file() and f.suffix in TRACE_SUFFIXES
-                     and not f.name.endswith(".diagnosis.json")]
+            found = []
+            for f in sorted(p.rglob("*")):
+                if f.suffix not in TRACE_SUFFIXES or f.name.endswith(".diagnosis.json") \
+                        or f.is_dir():
+                    continue
+                refuse_special(f)       # a regular file, character device or unreadable link
+                found.append(str(f))
             if strict and not found:
                 raise CorpusError(f"{p}: no trace file (*{', *'.join(TRACE_SUFFIXES)}) in this "
                                   "folder")
@@ -78,26 +99,53 @@ def collect_files(paths: Iterable[str | os.PathLike], strict: bool = False) -> l
         else:
             if strict and not p.exists():
                 raise CorpusError(f"{p}: no such file or folder")
+            refuse_special(p)
             out.append(str(p))
     if strict and not out:
         raise CorpusError("no trace file given")
-    return list(dict.fromkeys(out))
+    once: dict[str, str] = {}
+    for f in out:
+        once.setdefault(os.path.realpath(f), f)
+    return list(once.values())
 
 
 # --------------------------------------------------------------------------- full graph
 
 _G: StateGraph | None = None
 _OBS: Observer | None = None     # shared by the traces a process checks: values decode once
+_ENTRY: ConfigEntry | None = None        # the graph's config: the judge of every trace
+_LIVE: LivenessJudge | None = None
+_ACTIONS: frozenset[str] | None = None   # the judge's action labels (stutters must claim one)
 
 
-def _set_graph(g: StateGraph) -> None:
-    global _G, _OBS
+def _set_graph(g: StateGraph, entry: ConfigEntry | None = None) -> None:
+    """The graph this process checks traces in, and its config (the judge); entry None only
+    for a graph of no manifest config (tests' fixture specs): no module check, no timers."""
+    global _G, _OBS, _ENTRY, _LIVE, _ACTIONS
     if _G is not g:
         _G, _OBS = g, Observer(g.codec, intern=False)
+    _ENTRY, _LIVE = entry, liveness_judge(entry) if entry is not None else None
+    _ACTIONS = _spec_actions(entry) if entry is not None else None
+
+
+def _spec_actions(entry: ConfigEntry) -> frozenset[str] | None:
+    return frozenset(spec_actions(entry)) or None
 
 
 def _worker_init(entry: ConfigEntry) -> None:
-    _set_graph(load_graph(entry).graph)
+    _set_graph(load_graph(entry).graph, entry)
+
+
+def judged_module_mismatch(trace: Trace, entry: ConfigEntry) -> TraceMalformed | None:
+    """A trace judged under a config the user chose must be of that config's spec module: a
+    header claiming another module is refused (it would otherwise switch the checks that
+    depend on the module, such as liveness, off by its own word)."""
+    stem = entry.module_path.stem
+    if trace.spec_module in (stem, stem[2:] if stem.startswith("MC") else stem):
+        return None
+    return TraceMalformed(trace.path, trace.header_line, "spec_module",
+                          f"{_q(trace.spec_module)} is not the module of config {entry.name} "
+                          f"({stem}), which judges this trace")
 
 
 def _check_in_graph(path: str) -> dict:
@@ -109,6 +157,9 @@ def _check_in_graph(path: str) -> dict:
         trace = read_trace(path)
     except TraceMalformed as e:
         return V.malformed(path, e)
+    wrong = judged_module_mismatch(trace, _ENTRY) if _ENTRY is not None else None
+    if wrong is not None:
+        return V.malformed(path, wrong)
     if set(trace.variables) != set(g.codec.variables):
         return V.out_of_scope(trace, "graph", f"the trace's variables {sorted(trace.variables)} "
                               f"are not the graph's {sorted(g.codec.variables)}")
@@ -116,7 +167,10 @@ def _check_in_graph(path: str) -> dict:
         keys = _OBS.keys(trace)
     except TraceMalformed as e:
         return V.malformed(path, e)
-    run = TraceRun(trace, keys, g)
+    nothing = _observes_nothing(trace)
+    if nothing:
+        return V.out_of_scope(trace, "graph", nothing)
+    run = TraceRun(trace, keys, g, actions=_ACTIONS)
     outcome, k = run.advance()
     if outcome == "valid":
         r = V.base(trace, "valid", "graph", stutters=run.stutters)
@@ -124,7 +178,7 @@ def _check_in_graph(path: str) -> dict:
             r["ambiguity"] = run.ambiguity()
         else:
             r["_path"] = run.path
-        return judge_liveness(trace, r)
+        return judge_liveness(trace, r, _LIVE)
     r = V.base(trace, "recheck", "graph", left_graph_at_step=k)
     return r
 
@@ -150,10 +204,22 @@ def _cfg_model_values(entry: ConfigEntry) -> set[str]:
     return names
 
 
+BUG_PREFIX = "Bug"              # the suite's convention for a planted-bug switch constant
+BUG_OFF = (False, "off")        # its values when the bug is switched off
+
+
 def may_judge(e: ConfigEntry) -> bool:
     """Configs a trace header may name: the protocol's own models, never a bug switch or a
-    finding (profile bugs, or an expectation other than ok)."""
-    return e.profile != "bugs" and e.expect == "ok"
+    finding (profile bugs, an expectation other than ok, a `-finding-` config, or any Bug*
+    constant switched on, whatever the profile says)."""
+    if e.profile == "bugs" or e.expect != "ok" or "-finding-" in e.name:
+        return False
+    try:
+        consts = parse_cfg(e.cfg_path).constants
+    except (CfgError, OSError):
+        return False
+    return all(v in BUG_OFF and type(v) in (bool, str)
+               for n, v in consts.items() if n.startswith(BUG_PREFIX))
 
 
 def _q(s: str) -> str:
@@ -269,6 +335,10 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
         except TraceMalformed as e:
             results.append(V.malformed(t.path, e))
             continue
+        nothing = _observes_nothing(t)
+        if nothing:
+            results.append(V.out_of_scope(t, mode, nothing, **extra.get(t.path, {})))
+            continue
         # A value TLC cannot hold (an integer beyond its 32-bit range) puts this trace alone
         # out of scope: it would otherwise reach the generated config as a raised bound.
         try:
@@ -285,6 +355,7 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
                        workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec,
                        status=status)
     g = nb.graph
+    live = liveness_judge(base, nb.overrides)   # the spec as TLC ran it: bounds raised or not
     try:
         nb.ensure_initial()
     except TLCUnavailable:
@@ -306,13 +377,21 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
                     targets.setdefault(s, set()).add(g.add_state(nxt))
     nb.expand(targets, targets=targets)
     nb.expand(sources)
-    pending = [TraceRun(t, keys, g) for t, keys in runs]
+    actions = _spec_actions(base)
+    pending = [TraceRun(t, keys, g, actions=actions) for t, keys in runs]
     failed: list[tuple[TraceRun, str, object]] = []
     while pending:
         need: list[int] = []
         waiting = []
         for run in pending:
             outcome, arg = run.advance()
+            if outcome in ("need", "fail"):
+                why = _unwritable_step(run, nb)
+                if why is not None:     # this trace's own state: TLC cannot judge the step
+                    results.append(V.out_of_scope(
+                        run.trace, mode, f"step {run.k}: the observed state {why}",
+                        **extra.get(run.trace.path, {})))
+                    continue
             if outcome == "need":
                 bad = [s for s in arg if s in nb.unexpandable]
                 if bad:
@@ -326,14 +405,32 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
             elif outcome == "fail" and arg:
                 failed.append((run, outcome, arg))      # diagnosed on full successors below
             else:
-                results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {})))
+                results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {}),
+                                       live))
         if need:
             nb.expand(need)
         pending = waiting
     nb.expand([c for run, _, _ in failed for c in run.candidates])
     for run, outcome, arg in failed:
-        results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {})))
+        results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {}), live))
     return results, _nb_stats(nb)
+
+
+def _observes_nothing(t: Trace) -> str | None:
+    """A trace whose steps after Init observe no variable gives the spec nothing to judge."""
+    if len(t.steps) > 1 and not any(s.state for s in t.steps[1:]):
+        return "the trace observes no variable after step 0: nothing to judge"
+    if not any(s.state for s in t.steps):
+        return "the trace observes no variable: nothing to judge"
+    return None
+
+
+def _unwritable_step(run: TraceRun, nb: Neighbourhood) -> str | None:
+    """Why the state a complete step observes cannot be written for TLC (None if it can)."""
+    if run.k >= len(run.keys) or None in run.keys[run.k]:
+        return None
+    t = run.graph.index.get(run.keys[run.k])
+    return None if t is None else nb.why_unwritable(t)
 
 
 def _trace_size(codec: Codec, keys: list, trace: Trace) -> int:
@@ -359,17 +456,19 @@ def _nb_stats(nb: Neighbourhood) -> dict:
             "targeted_sources": len(nb.graph.targeted)}
 
 
-def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict) -> dict:
+def _finish(run: TraceRun, outcome: str, k, mode: str, extra: dict,
+            live: LivenessJudge | None) -> dict:
     t = run.trace
     if outcome == "valid":
-        r = judge_liveness(t, V.base(t, "valid", mode, stutters=run.stutters, **extra))
+        r = judge_liveness(t, V.base(t, "valid", mode, stutters=run.stutters, **extra), live)
     elif outcome == "too_ambiguous":
         return V.out_of_scope(t, mode, f"step {k}: more than {run.max_candidates} candidate "
                               "states (too little is observed)", **extra)
     else:
         sources = run.candidates if k else []
         r = V.base(t, "invalid", mode, failed_step=k,
-                   diagnosis=diagnose(t, run.keys, k, sources, run.graph), **extra)
+                   diagnosis=diagnose(t, run.keys, k, sources, run.graph,
+                                      actions=run.actions), **extra)
     if t.partial:
         r["ambiguity"] = run.ambiguity()
     return r
@@ -441,6 +540,9 @@ def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntr
         try:
             if base_override is not None or user_config is not None:
                 base = base_override or user_config
+                wrong = judged_module_mismatch(t, base)
+                if wrong is not None:
+                    raise wrong
             else:
                 if entries is None:
                     entries = _manifest(manifest_dir)
@@ -522,7 +624,7 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                     if progress:
                         progress(i + 1, total)
         else:
-            _set_graph(g)
+            _set_graph(g, entry)
             results = []
             for i, f in enumerate(files):
                 results.append(_check_in_graph(f))
@@ -568,6 +670,9 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
         "seconds": round(seconds, 3),
         "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
         "max_out_of_scope": max_out_of_scope,
+        # valid traces whose timers could not be judged (partial observation): reported, and
+        # their safety verdict stands
+        "liveness_not_judged": sum(1 for r in results if r.get("liveness_not_judged")),
         "ok": counts["invalid"] == 0 and counts["malformed"] == 0 and not too_many
         and counts["valid"] + counts["invalid"] > 0,
         "neighbourhood": nb_stats, "results": results})

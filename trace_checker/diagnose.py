@@ -82,7 +82,8 @@ _ABSENT = object()
 
 
 def diagnose(trace: Trace, keys: list[Key], k: int, sources: list[int], g: StateGraph,
-             limit_alternatives: int = 3) -> dict:
+             limit_alternatives: int = 3, actions: frozenset[str] | None = None) -> dict:
+    """Why step k is not a step of the spec; `actions`: the spec's action labels, if known."""
     step = trace.steps[k]
     obs = observed_positions(keys[k])
     if k == 0:
@@ -108,6 +109,8 @@ def diagnose(trace: Trace, keys: list[Key], k: int, sources: list[int], g: State
         "claimed_action_enabled": step.action in enabled,
         "actions_reaching_observed_state": leading,
     }
+    if k and actions is not None and step.action not in actions:
+        diag["unknown_action"] = True
     if not scored:
         diag["nearest"] = None
         diag["summary"] = (f"step {k} ({step.action}): no action is enabled in the source state"
@@ -124,7 +127,10 @@ def diagnose(trace: Trace, keys: list[Key], k: int, sources: list[int], g: State
             diag["nearest_by_claimed_action"] = _alternative(g, trace, k, by_claimed[3],
                                                              step.action, obs)
     near = alts[0]
-    if leading:
+    if k and actions is not None and step.action not in actions:
+        why = (f"{step.action} is not an action of the spec's next-state relation (its "
+               f"actions: {', '.join(sorted(actions))})")
+    elif leading:
         why = (f"the observed state follows from the source by {', '.join(leading)}, "
                f"not by the claimed {step.action}")
     elif step.action not in enabled and k:

@@ -28,7 +28,13 @@ had not.  The evidence-of-life rule is what keeps a crashed node (whose last sta
 keeps until its Restart step, see docs/trace-format.md) from being flagged; a Restart of i
 discharges i's obligations (the timers are re-armed on restart).  The spec's bounds are
 respected: no obligation in an epoch >= MaxEpoch or for a voter outside TimeoutVoters (the
-spec's guards of Timeout / LeaderProgressTimeout), read from the trace header's bounds.
+spec's guards of Timeout / LeaderProgressTimeout), read from the config the trace is judged
+under (`LivenessJudge`: the user's --graph / --config, or the config the header resolved to,
+with the bounds raised if they were), never from the trace's own header.  The states are read
+as decoded TLA+ values, so every ITF spelling of a function (`{"n1": ..}` or `#map`) is the
+same state here as in the step check.  A trace this module cannot judge (it omits a variable
+the timers depend on, or has no virtual time) is reported as such (`NotJudged`), never as
+passing.
 
 The bounds (`TimerBounds`) are deliberately generous: the configured timeout, plus the largest
 random back-off, plus quorum.request.timeout.ms for a response still in flight (the simulator's
@@ -39,14 +45,47 @@ exceed it; a timer that is never armed, never fires, or fires far too late, does
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
+from kraftcore.tlc.cfg import parse_cfg
+from kraftcore.tlc.manifest import ConfigEntry
+from kraftcore.values import ValueError_, from_itf
 from trace_checker.traces import Trace
 
-__all__ = ["TimerBounds", "Obligation", "LivenessViolation", "check_liveness", "SPEC_MODULES"]
+__all__ = ["TimerBounds", "Obligation", "LivenessViolation", "LivenessJudge", "NotJudged",
+           "liveness_judge", "check_liveness", "judge_liveness", "SPEC_MODULES", "NEEDED"]
 
 SPEC_MODULES = ("KRaft",)      # the modules whose timers this module knows
+NEEDED = ("role", "currentEpoch", "leaderId", "followerEndOffset")   # KRaft.tla's variables
+
+
+class NotJudged(Exception):
+    """The trace's liveness cannot be judged (the message says why)."""
+
+
+@dataclass(frozen=True)
+class LivenessJudge:
+    """What the timers' obligations take from the judge config (KRaft.tla's guards)."""
+    config: str
+    max_epoch: int | None = None                  # None: no epoch bound
+    timeout_voters: frozenset[str] | None = None  # None: every voter's timer may fire
+
+
+def liveness_judge(entry: ConfigEntry, overrides: Mapping[str, int] | None = None
+                   ) -> LivenessJudge | None:
+    """The liveness judge of a config: None when its module is not one whose timers this
+    module knows (the trace's liveness is then out of this check's scope)."""
+    stem = entry.module_path.stem
+    if (stem[2:] if stem.startswith("MC") else stem) not in SPEC_MODULES:
+        return None
+    consts = dict(parse_cfg(entry.cfg_path).constants)
+    consts.update(overrides or {})
+    me, tv = consts.get("MaxEpoch"), consts.get("TimeoutVoters")
+    return LivenessJudge(entry.name, me if type(me) is int else None,
+                         frozenset(x for x in tv if type(x) is str)
+                         if isinstance(tv, frozenset) else None)
 
 
 @dataclass(frozen=True)
@@ -103,17 +142,29 @@ class LivenessViolation:
                 f"{self.seen_at_ms - self.enabled_at_ms} ms later (bound {self.bound_ms} ms)")
 
 
-def _bounds_constants(trace: Trace) -> dict:
-    b = trace.header.get("bounds")
-    if isinstance(b, Mapping) and isinstance(b.get("constants"), Mapping):
-        return dict(b["constants"])
-    return {}
-
-
-def _names(v) -> set[str]:
-    if isinstance(v, Mapping) and "#set" in v:
-        v = v["#set"]
-    return {x for x in v if isinstance(x, str)} if isinstance(v, (list, tuple, set)) else set()
+def _decoded_states(trace: Trace) -> list[dict]:
+    """The timers' variables of every step, decoded (each distinct JSON text once); raises
+    NotJudged when a step omits one or it is not a function of the servers."""
+    memo: dict[str, object] = {}
+    out = []
+    for step in trace.steps:
+        st = {}
+        for var in NEEDED:
+            if var not in step.state:
+                raise NotJudged(f"step {step.index} (line {step.line}) does not observe {var}")
+            raw = step.state[var]
+            try:
+                text = json.dumps(raw, sort_keys=True)
+                v = memo.get(text)
+                if v is None:
+                    v = memo[text] = from_itf(raw, f"state.{var}")
+            except (ValueError, ValueError_, RecursionError, TypeError) as e:
+                raise NotJudged(f"step {step.index}: {var} is not readable: {e}") from None
+            if not isinstance(v, Mapping):
+                raise NotJudged(f"step {step.index}: {var} is not a function of the servers")
+            st[var] = v
+        out.append(st)
+    return out
 
 
 def _obligations(state: Mapping, i: str, voters: set[str], max_epoch: int | None) -> list:
@@ -139,29 +190,30 @@ def _obligations(state: Mapping, i: str, voters: set[str], max_epoch: int | None
     return out
 
 
-def check_liveness(trace: Trace, bounds: TimerBounds = TimerBounds()) -> list[LivenessViolation]:
-    """The first violated timer obligation of each node (empty when none, or when the trace is
-    not of a module in SPEC_MODULES, is partial, or has no virtual time)."""
-    if trace.spec_module not in SPEC_MODULES or trace.partial or not trace.steps:
+def check_liveness(trace: Trace, bounds: TimerBounds = TimerBounds(),
+                   judge: LivenessJudge | None = LivenessJudge("(every timer)")
+                   ) -> list[LivenessViolation]:
+    """The first violated timer obligation of each node (empty when none, or when `judge` is
+    None: the judge's module has no timers this module knows).  Raises NotJudged when the
+    trace cannot be judged: a step without virtual time or without a variable the timers
+    depend on."""
+    if judge is None or not trace.steps:
         return []
-    if any(s.time_ms is None for s in trace.steps):
-        return []
-    first = trace.steps[0].state
-    needed = ("role", "currentEpoch", "leaderId", "followerEndOffset")
-    if not all(isinstance(first.get(v), Mapping) for v in needed):
-        return []
-    consts = _bounds_constants(trace)
-    max_epoch = consts.get("MaxEpoch") if type(consts.get("MaxEpoch")) is int else None
+    bad = next((s for s in trace.steps if type(s.time_ms) is not int), None)
+    if bad is not None:
+        raise NotJudged(f"step {bad.index} (line {bad.line}) has no virtual time (time_ms)")
+    states = _decoded_states(trace)
+    max_epoch = judge.max_epoch
     voters: set[str] = set()
-    for fe in first["followerEndOffset"].values():        # [Server -> [Voters -> Int]]
+    for fe in states[0]["followerEndOffset"].values():        # [Server -> [Voters -> Int]]
         if isinstance(fe, Mapping):
-            voters |= set(fe)
-    timer_voters = _names(consts["TimeoutVoters"]) if "TimeoutVoters" in consts else voters
+            voters |= {v for v in fe if type(v) is str}
+    timer_voters = voters if judge.timeout_voters is None else set(judge.timeout_voters)
     limit = {"fetch-timeout": bounds.fetch, "election-timeout": bounds.election,
              "leader-progress-timeout": bounds.progress}
     open_: dict[str, dict[tuple, tuple[int, int]]] = {i: {} for i in timer_voters & voters}
     found: dict[str, LivenessViolation] = {}
-    for step in trace.steps:
+    for step, state in zip(trace.steps, states):
         actor = step.params.get("node") if isinstance(step.params, Mapping) else None
         t = step.time_ms
         # evidence of life: the acting node, with an obligation open past its deadline
@@ -175,7 +227,7 @@ def check_liveness(trace: Trace, bounds: TimerBounds = TimerBounds()) -> list[Li
         for i, opened in open_.items():
             if step.action == "Restart" and actor == i:
                 opened.clear()                  # the timers are re-armed on restart
-            now = set(_obligations(step.state, i, voters, max_epoch))
+            now = set(_obligations(state, i, voters, max_epoch))
             for ob in list(opened):
                 if ob not in now:
                     del opened[ob]
@@ -184,13 +236,23 @@ def check_liveness(trace: Trace, bounds: TimerBounds = TimerBounds()) -> list[Li
     return [found[i] for i in sorted(found)]
 
 
-def judge_liveness(trace: Trace, result: dict, bounds: TimerBounds = TimerBounds()) -> dict:
+def judge_liveness(trace: Trace, result: dict, judge: LivenessJudge | None,
+                   bounds: TimerBounds = TimerBounds()) -> dict:
     """Turn a `valid` verdict into `invalid` when a timer obligation is violated: the failed
     step is where the node was seen acting past its deadline; `liveness` lists every node's
-    first violation.  Other verdicts are returned unchanged (their first failure stands)."""
+    first violation.  A valid trace whose liveness cannot be judged keeps its verdict (its
+    safety was judged) and says why in `liveness_not_judged` (counted in the summary).
+    Other verdicts are returned unchanged (their first failure stands)."""
     if result.get("verdict") != "valid":
         return result
-    found = check_liveness(trace, bounds)
+    if judge is None:
+        return result
+    try:
+        found = check_liveness(trace, bounds, judge)
+    except NotJudged as e:
+        result["liveness_not_judged"] = str(e)
+        return result
+    result["liveness_judged_by"] = judge.config
     if found:
         first = min(found, key=lambda v: v.seen_at_step)
         result["verdict"] = "invalid"

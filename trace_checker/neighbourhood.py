@@ -144,6 +144,7 @@ class Neighbourhood:
         self.chunk, self.workers, self.timeout, self.jobs = chunk, workers, timeout, jobs
         self.stats = RunStats()
         self.unexpandable: dict[int, str] = {}
+        self._writable: dict[int, str | None] = {}     # state -> why it is unwritable
         self.status = status
         self.budget = text_budget()
         self._have_inits = False
@@ -168,7 +169,11 @@ class Neighbourhood:
             self.status(text)
 
     def _run(self, tag: str, module_body: str, init: str, constraint: str, mv: ModelValues,
-             action_constraint: str | None = None, extends: str = "", what: str = "TLC"):
+             action_constraint: str | None = None, extends: str = "", what: str = "TLC",
+             isolate: bool = False):
+        """One TLC run; (dump, None) or (None, why).  isolate: the run evaluates the spec on
+        trace states, so TLC's evaluation error (EC GENERAL) is this batch's failure (the
+        caller splits the batch to find the states at fault), not "TLC cannot run"."""
         cfg_text = self._cfg(init, constraint, mv, action_constraint)
         digest = hashlib.sha256((module_body + cfg_text + str(self.base.module_path)).encode())
         name = f"TCN_{tag}_{digest.hexdigest()[:16]}"
@@ -210,8 +215,9 @@ class Neighbourhood:
                     f"TLC ran out of memory (heap {os.environ.get('KRAFTCHECK_TLC_HEAP', '4g')}) "
                     f"on {what} of config {self.base.name}: {said[0].splitlines()[0]}; set "
                     f"KRAFTCHECK_TLC_HEAP higher or lower --chunk (log {res.log})")
-        fatal = res.unavailable() or (f"TLC timed out after {int(self.timeout)}s (log {res.log})"
-                                      if res.status == "timeout" else None)
+        fatal = res.unavailable(evaluation_errors=not isolate) or (
+            f"TLC timed out after {int(self.timeout)}s (log {res.log})"
+            if res.status == "timeout" else None)
         if fatal:
             self.stats.failed_runs += 1
             raise TLCUnavailable(f"{self.base.name}: {fatal}")
@@ -307,6 +313,17 @@ class Neighbourhood:
             out.append(cur)
         return out
 
+    def why_unwritable(self, i: int) -> str | None:
+        """Why state i cannot be written into a generated module (a value TLC cannot hold),
+        or None.  Decided on the state alone, so never on which other traces are checked."""
+        if i not in self._writable:
+            try:
+                self._write(SharedValues(ModelValues(self.mv_names)), i, f"state {i}")
+                self._writable[i] = None
+            except Unwritable as e:
+                self._writable[i] = f"cannot be written for TLC: {e}"
+        return self._writable[i]
+
     def _write(self, sv: SharedValues, i: int, where: str) -> str:
         key = self.graph.states[i]
         codec = self.graph.codec
@@ -318,15 +335,22 @@ class Neighbourhood:
         sv = SharedValues(mv)
         refs: dict[int, str] = {}
         ok = []
+        want: dict[int, list[int]] = {}     # the writable observed targets of each source
         for i in batch:
-            try:
-                refs[i] = self._write(sv, i, f"state {i}")
-                for d in (pairs or {}).get(i, ()):
-                    if d not in refs:
-                        refs[d] = self._write(sv, d, f"state {d}")
+            why = self.why_unwritable(i)
+            if why is not None:
+                failures[i] = why
+                continue
+            refs[i] = self._write(sv, i, f"state {i}")
+            # An unwritable target concerns only the traces that observed it (the corpus
+            # driver puts them out of scope); the source's other steps are still judged.
+            want[i] = [d for d in sorted((pairs or {}).get(i, ()))
+                       if self.why_unwritable(d) is None]
+            for d in want[i]:
+                if d not in refs:
+                    refs[d] = self._write(sv, d, f"state {d}")
+            if pairs is None or want[i]:
                 ok.append(i)
-            except Unwritable as e:
-                failures[i] = f"cannot be written for TLC: {e}"
         if not ok:
             return
         conj = " /\\ ".join(f"{v} = tc_s[{n}]" for n, v in enumerate(self.variables, 1))
@@ -339,13 +363,13 @@ class Neighbourhood:
             now = "<<" + ", ".join(self.variables) + ">>"
             nxt = "<<" + ", ".join(f"{v}'" for v in self.variables) + ">>"
             body += ("TC_Pairs == {" + ", ".join(
-                f"<<{refs[i]}, {refs[d]}>>" for i in ok for d in sorted(pairs[i])) + "}\n"
+                f"<<{refs[i]}, {refs[d]}>>" for i in ok for d in want[i]) + "}\n"
                      + f"TC_Target == <<{now}, {nxt}>> \\in TC_Pairs\n")
             action_constraint = "TC_Target"
         what = (f"{'steps of ' if pairs is not None else 'successors of '}{len(ok)} states "
                 f"({self.base.name}{', bounds raised' if self.overrides else ''})")
         raw, err = self._run("nbhd", body, "TC_Init", "TC_OneStep", mv, action_constraint,
-                             ", Sequences" if sv.uses_concat else "", what)
+                             ", Sequences" if sv.uses_concat else "", what, isolate=True)
         if raw is None:
             if len(ok) == 1:
                 failures[ok[0]] = err or "TLC failed"
@@ -370,4 +394,4 @@ class Neighbourhood:
                 self.graph.expanded.add(i)
                 self.graph.targeted.pop(i, None)
             else:
-                self.graph.targeted.setdefault(i, set()).update(pairs[i])
+                self.graph.targeted.setdefault(i, set()).update(want[i])

@@ -8,9 +8,10 @@ successors, by an edge labelled with the claimed action, of step k-1's candidate
 with step k's observed variables.  The trace is valid when the set never becomes empty.
 
 Stuttering: the specs are `Init /\\ [][Next]_vars`, so a step that leaves the state unchanged is
-allowed whatever it claims (a crash of a node whose state the spec keeps, a timer that changes
-nothing); it keeps the candidates that agree with the step's observation.  Complete-observation
-stutters are counted (`stutters`).
+allowed (a crash of a node whose state the spec keeps, a timer that changes nothing) when it
+claims an action of the spec's Next (`actions`, the judge config's action labels; a name the
+spec does not have is a step of no spec action); it keeps the candidates that agree with the
+step's observation.  Complete-observation stutters are counted (`stutters`).
 
 A run is resumable: in neighbourhood mode `advance` stops with ("need", states) when a candidate
 has not been expanded yet, and the driver asks TLC for those successors and calls it again.
@@ -50,6 +51,7 @@ class TraceRun:
     ambiguous_steps: int = 0
     path: list[int] = field(default_factory=list)     # matched states (complete observation)
     stutters: int = 0                                  # complete steps that changed nothing
+    actions: frozenset[str] | None = None              # Next's labels (None: not known)
 
     def advance(self) -> tuple[str, object]:
         """("valid", None) | ("fail", k) | ("need", [states]) | ("too_ambiguous", k)."""
@@ -77,7 +79,9 @@ class TraceRun:
                     need = [c for c in cands if c not in expanded]
                 if need:
                     return "need", need
-            aid = g.action_ids.get(steps[self.k].action, -1)
+            action = steps[self.k].action
+            aid = g.action_ids.get(action, -1)
+            may_stutter = self.actions is None or action in self.actions
             if None not in key:
                 t = index.get(key)
                 if t is None:
@@ -87,7 +91,7 @@ class TraceRun:
                     if e in succ[c]:
                         break
                 else:
-                    if t not in cands:
+                    if t not in cands or not may_stutter:
                         return "fail", self.k
                     self.stutters += 1          # [Next]_vars: an unchanged state is allowed
                 new = [t]
@@ -97,7 +101,7 @@ class TraceRun:
                     return "fail", self.k
                 seen: dict[int, None] = {}
                 for c in cands:
-                    if matches(states[c], obs):
+                    if may_stutter and matches(states[c], obs):
                         seen[c] = None          # stuttering step
                     for a, d in succ[c]:
                         if a == aid and d not in seen and matches(states[d], obs):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from kraftcore.tlc.cfg import TLCConfig
-from kraftcore.values import Fn, Value, ValueError_, is_identifier, to_tla
+from kraftcore.values import Fn, Value, ValueError_, canonical_json, is_identifier, tla_string, to_tla
 
 __all__ = ["MV_PREFIX", "Unwritable", "ModelValues", "cfg_constants", "value_size",
            "check_tlc_ints"]
@@ -74,16 +74,26 @@ class ModelValues:
         self.names = frozenset(names)
         self.renamed = {n: MV_PREFIX + n for n in self.names}
         self.used: set[str] = set()
-        self._targets = frozenset(self.renamed.values())
+
+    def atom(self, s: str) -> str:
+        """The text of a string: a model value's TC_mv_* constant, else an escaped string
+        literal.  Decided on the trace's value itself, never on renamed text, so a trace
+        string that reads like a renamed model value ("TC_mv_n1") stays a string literal."""
+        if s in self.names:
+            self.used.add(s)
+            return self.renamed[s]
+        return tla_string(s)
+
+    def is_field(self, k) -> bool:
+        """Whether a function key can be written as a record field name."""
+        return type(k) is str and is_identifier(k) and k not in self.names
 
     def _rename(self, v: Value) -> Value:
+        """The value as the generated text reads back (model values as their TC_mv_* names);
+        for tests that parse the text again."""
         t = type(v)
         if t is str:
-            r = self.renamed.get(v)
-            if r is not None:
-                self.used.add(v)
-                return r
-            return v
+            return self.renamed.get(v, v)
         if t is tuple:
             return tuple(self._rename(x) for x in v)
         if t is frozenset:
@@ -96,9 +106,27 @@ class ModelValues:
         """TLA+ text of a trace value (model values as TC_mv_* constants)."""
         check_tlc_ints(v, where)
         try:
-            return to_tla(self._rename(v), self._targets)
+            return self._text(v)
         except ValueError_ as e:
             raise Unwritable(f"{where}: {e}") from None
+        except RecursionError:
+            raise Unwritable(f"{where}: value nested too deeply") from None
+
+    def _text(self, v: Value) -> str:
+        t = type(v)
+        if t is str:
+            return self.atom(v)
+        if t is tuple:
+            return "<<" + ", ".join(self._text(x) for x in v) + ">>"
+        if t is frozenset:
+            return "{" + ", ".join(sorted(self._text(x) for x in v)) + "}"
+        if t is Fn:
+            items = sorted(v.items(), key=lambda kv: canonical_json(kv[0]))
+            if all(self.is_field(k) for k, _ in items):
+                return "[" + ", ".join(f"{k} |-> {self._text(x)}" for k, x in items) + "]"
+            return "(" + " @@ ".join(f"{self._text(k)} :> {self._text(x)}"
+                                     for k, x in items) + ")"
+        return to_tla(v)                 # Booleans and integers; anything else raises
 
     def declarations(self) -> str:
         if not self.used:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kraftcore.values import Fn, Value, ValueError_, canonical_json, is_identifier, to_tla
+from kraftcore.values import Fn, Value, ValueError_, canonical_json, to_tla
 from trace_checker.tlagen import ModelValues, Unwritable, check_tlc_ints
 
 __all__ = ["SharedValues", "DEF_PREFIX"]
@@ -47,7 +47,7 @@ class SharedValues:
     def ref(self, v: Value, where: str = "value") -> str:
         check_tlc_ints(v, where)
         try:
-            return self._ref(self.mv._rename(v))
+            return self._ref(v)
         except ValueError_ as e:
             raise Unwritable(f"{where}: {e}") from None
         except RecursionError:
@@ -89,7 +89,7 @@ class SharedValues:
         hit = self._memo.get(key)
         if hit is not None:
             return hit
-        targets = self.mv._targets
+        mv = self.mv
         if t is tuple:
             if len(v) > self.chunk:
                 pieces = [self._ref(v[k:k + self.chunk]) for k in range(0, len(v), self.chunk)]
@@ -100,11 +100,12 @@ class SharedValues:
             return self._define(key, "{" + ", ".join(sorted(self._ref(x) for x in v)) + "}")
         if t is Fn:
             items = sorted(v.items(), key=lambda kv: canonical_json(kv[0]))
-            if all(type(k) is str and is_identifier(k) and k not in targets for k, _ in items):
+            if all(mv.is_field(k) for k, _ in items):
                 return self._define(key, "[" + ", ".join(f"{k} |-> {self._ref(x)}"
                                                           for k, x in items) + "]")
             return self._define(key, "(" + " @@ ".join(
                 f"{self._ref(k)} :> {self._ref(x)}" for k, x in items) + ")")
-        text = to_tla(v, targets)          # atoms: booleans, integers, strings, model values
+        # atoms: strings (model values as their TC_mv_* constants) and Booleans
+        text = mv.atom(v) if t is str else to_tla(v)
         self._memo[key] = text
         return text

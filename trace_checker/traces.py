@@ -212,6 +212,8 @@ def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
         raise TraceMalformed(path, line, "action", f"{_short(action)} is not an action name")
     if expected == 0 and action != "Init":
         raise TraceMalformed(path, line, "action", f"step 0 must be Init, got {action!r}")
+    if expected > 0 and action == "Init":
+        raise TraceMalformed(path, line, "action", "Init is step 0 only, not a step of Next")
     state = _need(obj, "state", dict, path, line)
     known = h["variables"]
     for v in state:
@@ -224,8 +226,23 @@ def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
         # the acting node: the liveness check follows each node's obligations by its name
         raise TraceMalformed(path, line, "params.node",
                              f"must be a node name (a string), got {_short(params['node'])}")
-    t = obj.get("time_ms")
-    return Step(line, idx, action, params, state, t if type(t) is int else None)
+    # virtual time: the liveness check's clock (docs/trace-format.md: every step has it)
+    t = _need(obj, "time_ms", int, path, line)
+    if t < 0:
+        raise TraceMalformed(path, line, "time_ms", f"negative time {t}")
+    return Step(line, idx, action, params, state, t)
+
+
+def _footer(obj: dict, h: dict | None, written: int, path: str, line: int) -> None:
+    """The footer proves the trace complete: its step count must be the steps written."""
+    tid = obj.get("trace_id", h["trace_id"]) if h else None
+    if h and tid != h["trace_id"]:
+        raise TraceMalformed(path, line, "trace_id", f"{_short(tid)} differs from the header's "
+                             f"{h['trace_id']!r}")
+    n = _need(obj, "steps", int, path, line)
+    if n != written:
+        raise TraceMalformed(path, line, "steps", f"footer says {n} steps, the trace has "
+                             f"{written} after Init")
 
 
 def read_trace(path: str | Path) -> Trace:
@@ -262,12 +279,13 @@ def read_trace(path: str | Path) -> Trace:
                 continue
             if obj.get("kind") == "footer":
                 footer = obj
-                n = obj.get("steps")
-                if type(n) is int and n != len(steps) - 1:
-                    raise TraceMalformed(p, lineno, "steps", f"footer says {n} steps, the trace "
-                                         f"has {len(steps) - 1} after Init")
+                _footer(obj, h, len(steps) - 1, p, lineno)
                 continue
-            steps.append(_step(obj, h, len(steps), p, lineno))
+            step = _step(obj, h, len(steps), p, lineno)
+            if steps and step.time_ms < steps[-1].time_ms:
+                raise TraceMalformed(p, lineno, "time_ms", f"time goes backwards: {step.time_ms} "
+                                     f"after {steps[-1].time_ms} at step {steps[-1].index}")
+            steps.append(step)
     if h is None:
         raise TraceMalformed(p, None, "header", "empty file: no header")
     if not steps:

@@ -26,6 +26,9 @@ def base(trace: Trace, verdict: str, mode: str, **extra: Any) -> dict:
     d = {"file": trace.path, "trace_id": trace.trace_id, "protocol": trace.protocol,
          "bug": trace.bug, "seed": trace.seed, "verdict": verdict, "mode": mode,
          "steps": len(trace.steps), "partial": trace.partial}
+    blind = sum(1 for s in trace.steps if not s.state)
+    if blind:
+        d["unobserved_steps"] = blind        # steps observing no variable: judged nothing
     d.update(extra)
     return d
 
@@ -47,10 +50,11 @@ def count(results: list[dict]) -> dict[str, int]:
 
 
 def steps_judged(r: dict) -> int:
-    """Steps of a verdict the spec actually judged: all of a valid trace, steps 0..k of one
-    invalid at step k, none of an out-of-scope or malformed one."""
+    """Steps of a verdict the spec actually judged: all of a valid trace but those observing
+    no variable, steps 0..k of one invalid at step k, none of an out-of-scope or malformed
+    one."""
     if r.get("verdict") == "valid":
-        return int(r.get("steps", 0))
+        return int(r.get("steps", 0)) - int(r.get("unobserved_steps", 0))
     if r.get("verdict") == "invalid":
         k = r.get("failed_step")
         return int(k) + 1 if isinstance(k, int) else 0
@@ -67,6 +71,10 @@ def summary_lines(summary: dict, show_valid: bool = False) -> list[str]:
         if v == "valid" and not show_valid:
             continue
         name = safe(r["file"])
+        if v == "valid" and r.get("liveness_not_judged"):
+            lines.append(f"[yellow]valid, liveness not judged[/] {name}: "
+                         f"{safe(r['liveness_not_judged'])}")
+            continue
         if v == "valid":
             amb = r.get("ambiguity")
             lines.append(f"[green]valid[/]        {name}" + (
@@ -104,7 +112,9 @@ def summary_lines(summary: dict, show_valid: bool = False) -> list[str]:
         f"[yellow]{c['out_of_scope']} out of scope[/]"
         + (f" (at most {limit} allowed)" if limit is not None and c["out_of_scope"] > limit
            else "")
-        + f", [magenta]{c['malformed']} malformed[/]")
+        + f", [magenta]{c['malformed']} malformed[/]"
+        + (f"; liveness not judged on {summary['liveness_not_judged']} valid"
+           if summary.get("liveness_not_judged") else ""))
     return lines
 
 

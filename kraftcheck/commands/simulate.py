@@ -12,6 +12,7 @@ appear in its manifest.json).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import List, Optional
 
@@ -44,6 +45,45 @@ def _list_bugs(as_json: bool) -> None:
     console.print(t)
 
 
+def _refuse_repeated_seeds(text: str, seeds: list[int]) -> None:
+    """Each seed runs once: a seed given twice (`0,0`, `0:5,3`) would write the same trace
+    twice into one file and list it twice in manifest.json."""
+    from collections import Counter
+
+    from refimpl.sim.runner import UsageError
+
+    again = [s for s, n in Counter(seeds).items() if n > 1]
+    if again:
+        shown = ", ".join(map(str, again[:10])) + (", ..." if len(again) > 10 else "")
+        raise UsageError(f"--seeds {text}: seed(s) {shown} given more than once; give each "
+                         "seed once")
+
+
+def _check_bounds_config(bounds: Path, protocol: str, spec_module: str) -> None:
+    """A --bounds file that is a config of the manifest (tlc_configs/*.toml) must be one of
+    this protocol whose module is the protocol's spec (MC<spec_module>): the trace checker
+    judges the traces only under such a config, and another protocol's constants would be
+    written into the header as bounds the run did not use.  A .cfg outside the manifest has no
+    recorded module and is taken as given."""
+    from kraftcore.tlc.manifest import ManifestError, load_manifest
+    from refimpl.sim.runner import UsageError
+
+    try:
+        entries = load_manifest()
+    except ManifestError as e:
+        raise UsageError(f"--bounds {bounds}: cannot read the config manifest: {e}") from None
+    real = os.path.realpath(bounds)
+    e = next((e for e in entries if os.path.realpath(e.cfg_path) == real), None)
+    if e is None:
+        return
+    wanted = {f"MC{spec_module}", spec_module}
+    if e.protocol != protocol or e.module_path.stem not in wanted:
+        raise UsageError(f"--bounds {bounds}: config {e.name} (protocol {e.protocol}, module "
+                         f"{e.module_path.stem}) is not a config of protocol {protocol} / "
+                         f"module MC{spec_module}: give a config of the {protocol} manifest "
+                         f"whose module is MC{spec_module}")
+
+
 def simulate(
     protocol: str = choice_option("kraft", "--protocol", values=tuple(PROTOCOLS), what="protocol",
                                   help="kraft (KIP-595), elr (KIP-966) or reassign (KIP-642)."),
@@ -66,15 +106,20 @@ def simulate(
     if list_bugs:
         _list_bugs(as_json)
         return
-    from refimpl.sim.runner import RunSpec, UsageError, parse_seeds, run_seeds
+    from refimpl.sim.runner import (RunSpec, UsageError, load_adapter_class, parse_seeds,
+                                    run_seeds)
 
     try:
-        spec = RunSpec(protocol=protocol, seeds=parse_seeds(seeds), faults=faults, steps=steps,
+        seed_list = parse_seeds(seeds)
+        _refuse_repeated_seeds(seeds, seed_list)
+        spec = RunSpec(protocol=protocol, seeds=seed_list, faults=faults, steps=steps,
                        bounds_path=str(bounds) if bounds is not None else None, bug=bug,
                        faults_until_ms=faults_until, liveness_bound_ms=liveness_bound)
+        if bounds is not None:   # before the adapter reads the constants it may not know
+            _check_bounds_config(bounds, protocol, load_adapter_class(protocol).spec_module)
         spec.validate()
     except UsageError as e:
-        err_console.print(f"[red]error:[/red] {e}")
+        err_console.print(f"[red]error:[/red] {safe(e)}")
         raise typer.Exit(2)
     if out is not None and out.exists() and not out.is_dir():
         err_console.print(f"[red]error:[/red] --out {out} exists and is not a folder")

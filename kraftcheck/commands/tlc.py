@@ -122,8 +122,8 @@ def run(config: str = typer.Argument(..., help="Config name or tlc_configs/NAME.
     if diagram is not None and diagram.suffix.lower() not in FORMATS:
         _fail(f"--diagram {diagram}: the file must end in {', '.join(FORMATS)}", as_json)
     try:
+        entry = find_entry(config)   # a path must be the file of a manifest config (no TLC yet)
         toolchain()
-        entry = find_entry(config)
     except (ToolchainError, ManifestError) as e:
         _fail(str(e), as_json)
     with _progress(not as_json) as prog:

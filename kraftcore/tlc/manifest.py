@@ -25,6 +25,7 @@ under configs of P's manifest.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,12 +135,32 @@ def load_manifest(config_dir: Path = CONFIG_DIR) -> list[ConfigEntry]:
     return entries
 
 
+def _is_path(name_or_path: str) -> bool:
+    """A .cfg file name or anything with a folder part is a path, never a config name."""
+    return (name_or_path.endswith(".cfg") or "/" in name_or_path
+            or (os.sep != "/" and os.sep in name_or_path))
+
+
 def find_entry(name_or_path: str, entries: list[ConfigEntry] | None = None) -> ConfigEntry:
+    """A config by name, or by its file: a path (anything ending in .cfg or with a folder part)
+    must be the file of a manifest config (the same file once resolved, e.g.
+    tlc_configs/NAME.cfg); any other path, existing or not, raises ManifestError, never the
+    config that happens to have the same file name."""
     entries = load_manifest() if entries is None else entries
+    if not _is_path(name_or_path):
+        for e in entries:
+            if e.name == name_or_path:
+                return e
+        raise ManifestError(f"no config named {name_or_path!r} in tlc_configs/*.toml "
+                            f"(known: {', '.join(e.name for e in entries) or 'none'})")
     p = Path(name_or_path)
-    stem = p.stem if p.suffix == ".cfg" else name_or_path
+    hint = "give its name or tlc_configs/NAME.cfg"
+    if not p.is_file():
+        raise ManifestError(f"{name_or_path}: no such config file ({hint})")
+    real = os.path.realpath(p)
     for e in entries:
-        if e.name == stem:
+        if os.path.realpath(e.cfg_path) == real:
             return e
-    raise ManifestError(f"no config named {name_or_path!r} in tlc_configs/*.toml "
-                        f"(known: {', '.join(e.name for e in entries) or 'none'})")
+    same = next((e for e in entries if e.name == p.stem), None)
+    also = f"; config {same.name} is {same.cfg}" if same is not None else ""
+    raise ManifestError(f"{name_or_path} is not a config of tlc_configs/ ({hint}){also}")

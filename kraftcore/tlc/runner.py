@@ -23,6 +23,9 @@ from kraftcore.tlc.tool_output import Step, TLCError, TLCOutcome, ToolOutputRead
 ProgressFn = Callable[[int, int, int], None]   # generated, distinct, queue
 
 
+EC_GENERAL = 1000     # tlc2.output.EC.GENERAL
+
+
 @dataclass
 class TLCResult:
     name: str
@@ -48,6 +51,7 @@ class TLCResult:
     dump: str | None = None
     returncode: int | None = None
     system_errors: list[str] = field(default_factory=list)
+    system_codes: list[int] = field(default_factory=list)
     # a run stopped before TLC ended (timeout): the last progress TLC reported, and the TLC
     # checkpoint kept to resume from (`kraftcheck tlc run NAME --recover CHECKPOINT`), if TLC
     # had written one (every `checkpoint_minutes`; TLC's default 30)
@@ -55,17 +59,23 @@ class TLCResult:
     checkpoint: str | None = None
     recovered_from: str | None = None
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, evaluation_errors: bool = True) -> str | None:
         """Why TLC could not do its job at all (the JVM or TLC did not start: a bad heap
         setting, a junk jar; TLC ran out of memory or hit an internal error), in TLC's or the
-        JVM's own words; None when TLC ran (whatever it found)."""
+        JVM's own words; None when TLC ran (whatever it found).
+
+        evaluation_errors=False: TLC's GENERAL error (EC 1000, "TLC threw an unexpected
+        exception ... probably caused by an error in the spec or model"), alone, does not
+        count: it is what TLC says when evaluating the spec on a given state fails (a string
+        compared with an integer), which the trace checker isolates to the states at fault."""
         if self.status == "timeout":
             return None
         why = "; ".join(e.message.strip() for e in self.errors[:3] if e.message.strip())
         if self.tlc_version is None:
             return (f"TLC did not start (exit code {self.returncode}): {why or 'no output'}"
                     f" (log {self.log})")
-        if self.system_errors:
+        codes = self.system_codes or [0] * len(self.system_errors)
+        if self.system_errors and (evaluation_errors or any(c != EC_GENERAL for c in codes)):
             return f"TLC failed: {'; '.join(self.system_errors[:3])} (log {self.log})"
         return None
 
@@ -353,7 +363,8 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
         loop_back_to=out.loop_back_to, errors=out.errors, mismatches=why,
         tlc_version=out.tlc_version, command=cmd, log=str(log_path),
         dump=str(dump) if dump else None, returncode=proc.returncode,
-        system_errors=list(out.system_errors), progress_at_stop=stopped_at, checkpoint=kept,
+        system_errors=list(out.system_errors), system_codes=list(out.system_codes),
+        progress_at_stop=stopped_at, checkpoint=kept,
         recovered_from=str(Path(recover).absolute()) if recover else None)
 
 

@@ -116,6 +116,7 @@ class TLCOutcome:
     # TLC could not do its job at all (out of memory, stack overflow, an internal error: EC
     # SYSTEM_* codes 1000-1099), as opposed to an error in the spec or a state
     system_errors: list[str] = field(default_factory=list)
+    system_codes: list[int] = field(default_factory=list)   # their EC codes, in order
 
 
 class ToolOutputReader:
@@ -241,6 +242,7 @@ class ToolOutputReader:
             o.errors.append(self._error_from(text))
             if 1000 <= code < 1100:
                 o.system_errors.append(text.splitlines()[0] if text else f"TLC error {code}")
+                o.system_codes.append(code)
 
     def _violation(self, kind: str, name: str) -> None:
         o = self.out
