@@ -38,6 +38,7 @@ from trace_checker.coverage import action_coverage, graph_coverage, spec_actions
 from trace_checker.diagnose import diagnose
 from trace_checker.fullgraph import load_graph, resolve_entry
 from trace_checker.liveness import LivenessJudge, judge_liveness, liveness_judge
+from trace_checker.modules import spec_closure
 from trace_checker.graph import StateGraph
 from trace_checker.neighbourhood import (BOUND_PREFIX, Neighbourhood, NeighbourhoodError,
                                          TLCOutOfMemory, TLCUnavailable, raised_constants)
@@ -63,24 +64,11 @@ def collect_files(paths: Iterable[str | os.PathLike], strict: bool = False) -> l
     """Files given, plus every *.jsonl / *.ndjson / *.trace under the folders given.
 
     strict: a path that does not exist, or a folder holding no trace file, raises CorpusError
-    (nothing to judge is never "ok").  A trace file of a folder that cannot be opened (a
-    dangling symlink, a symlink loop) is listed all the same: reading it makes it malformed
-    ("cannot read: ..."), it is never skipped silently.  A FIFO, socket or block device, given
-    or found, raises CorpusError (opening or reading it could wait for ever).  A file reached
-    twice (the same file once resolved, e.g. a/b.jsonl and a/../a/b.jsonl) is listed once."""
-    import stat
-
-    def refuse_special(f: Path) -> None:
-        try:
-            mode = os.stat(f).st_mode
-        except OSError:
-            return                  # cannot be opened: the reader reports it malformed
-        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-                else "a block device" if stat.S_ISBLK(mode) else None)
-        if kind is not None:
-            raise CorpusError(f"{f}: not a regular file ({kind}); a trace must be a regular "
-                              "file")
-
+    (nothing to judge is never "ok").  A trace file of a folder that cannot be read (a
+    dangling symlink, a symlink loop, a FIFO, a device) is listed all the same: the reader
+    makes it malformed ("cannot read: ...") without waiting on it, so it is never skipped
+    silently and never stops the others.  A file reached twice (the same file once resolved,
+    e.g. a/b.jsonl and a/../a/b.jsonl) is listed once."""
     out: list[str] = []
     for p in paths:
         p = Path(p)
@@ -90,7 +78,6 @@ def collect_files(paths: Iterable[str | os.PathLike], strict: bool = False) -> l
                 if f.suffix not in TRACE_SUFFIXES or f.name.endswith(".diagnosis.json") \
                         or f.is_dir():
                     continue
-                refuse_special(f)       # a regular file, character device or unreadable link
                 found.append(str(f))
             if strict and not found:
                 raise CorpusError(f"{p}: no trace file (*{', *'.join(TRACE_SUFFIXES)}) in this "
@@ -99,7 +86,6 @@ def collect_files(paths: Iterable[str | os.PathLike], strict: bool = False) -> l
         else:
             if strict and not p.exists():
                 raise CorpusError(f"{p}: no such file or folder")
-            refuse_special(p)
             out.append(str(p))
     if strict and not out:
         raise CorpusError("no trace file given")
@@ -137,15 +123,14 @@ def _worker_init(entry: ConfigEntry) -> None:
 
 
 def judged_module_mismatch(trace: Trace, entry: ConfigEntry) -> TraceMalformed | None:
-    """A trace judged under a config the user chose must be of that config's spec module: a
-    header claiming another module is refused (it would otherwise switch the checks that
-    depend on the module, such as liveness, off by its own word)."""
-    stem = entry.module_path.stem
-    if trace.spec_module in (stem, stem[2:] if stem.startswith("MC") else stem):
+    """A trace judged under a config the user chose must be of that config's spec (its module
+    or a spec module it extends): a header claiming another module is refused."""
+    if trace.spec_module in spec_closure(entry.module_path):
         return None
     return TraceMalformed(trace.path, trace.header_line, "spec_module",
                           f"{_q(trace.spec_module)} is not the module of config {entry.name} "
-                          f"({stem}), which judges this trace")
+                          f"({entry.module_path.stem}) or a spec it extends; that config "
+                          "judges this trace")
 
 
 def _check_in_graph(path: str) -> dict:

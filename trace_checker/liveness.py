@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 from kraftcore.tlc.cfg import parse_cfg
 from kraftcore.tlc.manifest import ConfigEntry
 from kraftcore.values import ValueError_, from_itf
+from trace_checker.modules import spec_closure
 from trace_checker.traces import Trace
 
 __all__ = ["TimerBounds", "Obligation", "LivenessViolation", "LivenessJudge", "NotJudged",
@@ -75,10 +76,9 @@ class LivenessJudge:
 
 def liveness_judge(entry: ConfigEntry, overrides: Mapping[str, int] | None = None
                    ) -> LivenessJudge | None:
-    """The liveness judge of a config: None when its module is not one whose timers this
-    module knows (the trace's liveness is then out of this check's scope)."""
-    stem = entry.module_path.stem
-    if (stem[2:] if stem.startswith("MC") else stem) not in SPEC_MODULES:
+    """The liveness judge of a config: None when its module is not built on one whose timers
+    this module knows (EXTENDS, transitively: MCKRaftBackoff is; MCELR is not)."""
+    if not spec_closure(entry.module_path) & set(SPEC_MODULES):
         return None
     consts = dict(parse_cfg(entry.cfg_path).constants)
     consts.update(overrides or {})

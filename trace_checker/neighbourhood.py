@@ -145,6 +145,7 @@ class Neighbourhood:
         self.stats = RunStats()
         self.unexpandable: dict[int, str] = {}
         self._writable: dict[int, str | None] = {}     # state -> why it is unwritable
+        self.failed_steps: dict[tuple[int, int], str] = {}   # targeted steps TLC failed on
         self.status = status
         self.budget = text_budget()
         self._have_inits = False
@@ -371,6 +372,21 @@ class Neighbourhood:
         raw, err = self._run("nbhd", body, "TC_Init", "TC_OneStep", mv, action_constraint,
                              ", Sequences" if sv.uses_concat else "", what, isolate=True)
         if raw is None:
+            if len(ok) == 1 and pairs is not None and len(want[ok[0]]) > 1:
+                # one source, several observed steps: TLC compares each candidate successor
+                # with every pair, so one pair TLC cannot evaluate (a string where the spec has
+                # an integer) fails them all; judge the steps in halves, so that only the
+                # traces taking the failing step lose it
+                i, ds = ok[0], want[ok[0]]
+                half = len(ds) // 2
+                self._expand_batch([i], failures, {i: set(ds[:half])})
+                self._expand_batch([i], failures, {i: set(ds[half:])})
+                return
+            if len(ok) == 1 and pairs is not None:
+                # this one step cannot be judged by a targeted run; the source stays
+                # expandable, so a trace taking it gets the source's full successors
+                self.failed_steps[(ok[0], want[ok[0]][0])] = err or "TLC failed"
+                return
             if len(ok) == 1:
                 failures[ok[0]] = err or "TLC failed"
                 return

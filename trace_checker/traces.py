@@ -10,6 +10,8 @@ observation; variables not declared in the header are an error.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,9 +251,19 @@ def read_trace(path: str | Path) -> Trace:
     """Parse a trace file; raises TraceMalformed (file, line, field) on the first problem."""
     p = str(path)
     try:
-        f = open(path, "rb")
+        # non-blocking, so that a named pipe or a terminal never waits for a writer; only a
+        # regular file is read
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise TraceMalformed(p, None, None, f"cannot read: {e.strerror or e}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a file")
+        raise TraceMalformed(p, None, None, f"cannot read: not a regular file ({kind})")
+    os.set_blocking(fd, True)
+    f = os.fdopen(fd, "rb")
     h: dict | None = None
     steps: list[Step] = []
     footer = None
