@@ -48,7 +48,8 @@ from trace_checker.tlagen import Unwritable, check_tlc_ints, value_size
 from trace_checker.traces import Trace, TraceMalformed, read_trace
 from trace_checker import verdict as V
 
-__all__ = ["validate_corpus", "collect_files", "resolve_base", "may_judge", "CorpusError",
+__all__ = ["validate_corpus", "collect_files", "check_out_not_input", "resolve_base", "may_judge",
+           "CorpusError",
            "is_validate_out",
            "TRACE_SUFFIXES"]
 
@@ -93,6 +94,34 @@ def collect_files(paths: Iterable[str | os.PathLike], strict: bool = False) -> l
     for f in out:
         once.setdefault(os.path.realpath(f), f)
     return list(once.values())
+
+
+def check_out_not_input(out: str | os.PathLike, paths: Iterable[str | os.PathLike],
+                        files: list[str]) -> None:
+    """--out is replaced whole by this run's failures: it must not be an input path, hold
+    one, or lie inside one (the inputs would be deleted, or kept copies judged again by the
+    next run over the folder).  Compared as resolved paths, so `a/../a` or a symlink to an
+    input folder is caught; also every trace file found (a symlink into --out)."""
+    o = Path(os.path.realpath(out))
+    for p in paths:
+        r = Path(os.path.realpath(p))
+        if o == r:
+            raise CorpusError(f"--out {out} is the input path {p}: validate replaces --out with "
+                             "this run's failures, which would delete the input traces; "
+                             "give another folder")
+        if r.is_relative_to(o):
+            raise CorpusError(f"--out {out} contains the input path {p}: validate replaces "
+                             "--out with this run's failures, which would delete it; give "
+                             "another folder")
+        if o.is_relative_to(r):
+            raise CorpusError(f"--out {out} is inside the input path {p}: the kept failures "
+                             "would be judged again by the next run over it; give a folder "
+                             "outside the inputs")
+    for f in files:
+        if Path(os.path.realpath(f)).is_relative_to(o):
+            raise CorpusError(f"--out {out} contains the input trace {f}: validate replaces "
+                             "--out with this run's failures, which would delete it; give "
+                             "another folder")
 
 
 # --------------------------------------------------------------------------- full graph
@@ -584,7 +613,10 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
     if graph is not None and (lazy or config is not None):
         raise ValueError("choose one of graph=CONFIG and lazy=True / config=CONFIG")
     t0 = time.monotonic()
+    paths = list(paths)
     files = collect_files(paths, strict=True)
+    if out is not None:
+        check_out_not_input(out, paths, files)     # --out is replaced whole: never an input
     user_config = resolve_entry(config, manifest_dir, module) if config is not None else None
     total = len(files)
     kw = dict(chunk=chunk, tlc_workers=tlc_workers, jobs=max(1, jobs), timeout=timeout,

@@ -20,6 +20,10 @@ Stages, each reported in the summary (out/demo/summary.json):
                reassignments completing: time to complete, epochs per reassignment), a corpus
                inside reassign-graph-grow's bounds validated against spec/KRaftReassign.tla
                (full-graph mode), and each planted reassignment bug flagged within 50 seeds
+  9. fail-closed  the checker's self-check (trace_checker/selfcheck.py): hostile variants of a
+               trace of the kraft graph corpus (a header weakening the liveness judge, broken
+               format rules, values TLC cannot hold or compare, steps of no spec action, a
+               trace observing nothing) judged in one run, each with the verdict it must get
 """
 
 from __future__ import annotations
@@ -151,6 +155,29 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
             "bugs": bugs, "seconds": round(time.monotonic() - t0, 1)}
 
 
+def _stage_fail_closed(out: Path, show: bool) -> dict:
+    """The checker's verdicts belong to the judge, never to the trace (the fail-closed audit,
+    docs/review-fail-closed-2026-11-24.md): every hostile variant judged as it must be."""
+    from trace_checker.selfcheck import pick_source, run_selfcheck
+    t0 = time.monotonic()
+    corpus = out / "traces" / "kraft-graph-chaos"
+    src = pick_source(list(corpus.glob("*.jsonl")))
+    if src is None:
+        return {"stage": "fail-closed", "ok": False, "cases": 0, "as_expected": 0,
+                "problem": f"no trace of {corpus} to make the variants of",
+                "seconds": round(time.monotonic() - t0, 1)}
+    s = run_selfcheck(src, out / "fail-closed", graph=GRAPH_CONFIGS["kraft"])
+    if show:
+        for r in s["rows"]:
+            if not r["as_expected"]:
+                console.print(f"fail-closed {r['case']}: expected {r['expected']}, got "
+                              f"{r['got']}")
+    return {"stage": "fail-closed", "ok": s["ok"], "cases": s["cases"],
+            "as_expected": s["as_expected"], "source": s["source"],
+            "report": str(out / "fail-closed" / "selfcheck.json"), "rows": s["rows"],
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
 def _stage_validate(out: Path, show: bool) -> dict:
     """Every corpus through the trace checker; each summary is kept as the stats stage's
     verdicts (out/verdicts/NAME.json), failing traces and diagnoses under out/validate/NAME."""
@@ -265,6 +292,7 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
     stages.append(_stage_review(out, show))
     stages.append(_stage_liveness(seeds, show))
     stages.append(_stage_reassign(out, min(seeds, 5), show))
+    stages.append(_stage_fail_closed(out, show))
     summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
@@ -326,6 +354,12 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                     if b["flagged_by"] else f"{b['bug']} NOT flagged in "
                     f"{REASSIGN_BUG_SEED_LIMIT} seeds" for b in s["bugs"]))
                 console.print(f"reassign: {s['seconds']}s  {mark}")
+            elif s["stage"] == "fail-closed":
+                console.print(f"fail-closed: {s['as_expected']}/{s['cases']} hostile variants "
+                              f"of one trace judged as they must be (liveness judge not "
+                              f"weakened by the header, format rules, values TLC cannot hold, "
+                              f"steps of no spec action) in {s['seconds']}s  {mark}"
+                              + (f"  report: {s['report']}" if s.get("report") else ""))
         console.print(f"summary: {out / 'summary.json'}")
     raise typer.Exit(0 if summary["ok"] else 1)
 

@@ -9,7 +9,6 @@ trace is invalid or malformed and at most --max-out-of-scope (default 0) are out
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import typer
@@ -45,7 +44,8 @@ def validate(
                                          "when more traces than this are out of scope."),
 ) -> None:
     """Check traces against the spec: valid, invalid (with diagnosis), out of scope, malformed."""
-    from trace_checker.corpus import CorpusError, collect_files, validate_corpus
+    from trace_checker.corpus import (CorpusError, check_out_not_input, collect_files,
+                                       validate_corpus)
     from trace_checker.coverage import coverage_lines
     from trace_checker.fullgraph import GraphBuildError
     from trace_checker.neighbourhood import NeighbourhoodError
@@ -117,33 +117,6 @@ def check_out_folder(out: Path) -> None:
     if out.is_dir() and any(out.iterdir()) and not is_validate_out(out):
         raise ValueError(f"--out {out} is a folder with other content (no validate "
                          "summary.json): give a new or empty folder")
-
-
-def check_out_not_input(out: Path, paths: list[Path], files: list[str]) -> None:
-    """--out is replaced whole by this run's failures: it must not be an input path, hold
-    one, or lie inside one (the inputs would be deleted, or kept copies judged again by the
-    next run over the folder).  Compared as resolved paths, so `a/../a` or a symlink to an
-    input folder is caught; also every trace file found (a symlink into --out)."""
-    o = Path(os.path.realpath(out))
-    for p in paths:
-        r = Path(os.path.realpath(p))
-        if o == r:
-            raise ValueError(f"--out {out} is the input path {p}: validate replaces --out with "
-                             "this run's failures, which would delete the input traces; "
-                             "give another folder")
-        if r.is_relative_to(o):
-            raise ValueError(f"--out {out} contains the input path {p}: validate replaces "
-                             "--out with this run's failures, which would delete it; give "
-                             "another folder")
-        if o.is_relative_to(r):
-            raise ValueError(f"--out {out} is inside the input path {p}: the kept failures "
-                             "would be judged again by the next run over it; give a folder "
-                             "outside the inputs")
-    for f in files:
-        if Path(os.path.realpath(f)).is_relative_to(o):
-            raise ValueError(f"--out {out} contains the input trace {f}: validate replaces "
-                             "--out with this run's failures, which would delete it; give "
-                             "another folder")
 
 
 def register(app: typer.Typer) -> None:
