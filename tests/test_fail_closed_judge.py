@@ -249,3 +249,16 @@ def test_the_demo_self_check_judges_every_hostile_variant_as_it_must(sim, tmp_pa
     assert [r["case"] for r in s["rows"] if not r["as_expected"]] == []
     assert s["ok"] and s["cases"] == len(CASES) == 17
     assert (tmp_path / "out" / "selfcheck.json").is_file()
+
+
+def test_a_failed_source_prunes_only_what_no_trace_still_needs():
+    """Trace 0 observes sources 1, 2, 3, 4; trace 1 observes 1, 5, 3.  Once source 2 fails,
+    trace 0 stops there: 4 is needed by nobody, 3 still by trace 1."""
+    from trace_checker.corpus import _pruner
+    prune = _pruner([[1, 2, 3, 4], [1, 5, 3]], [[2, 3, 4, 9], [5, 3, 8]])
+    assert prune(set(), set()) == set()
+    assert prune({2}, set()) == {4}
+    assert prune({2, 5}, set()) == {3, 4}
+    # a failed step (3 -> 4) of trace 0 prunes its later source 4, not 3 (judged in full later)
+    assert prune(set(), {(3, 4)}) == {4}
+    assert prune(set(), {(1, 5)}) == {5}                # trace 1's step: 3 is trace 0's too

@@ -381,16 +381,26 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
     # Sources known up front: every observed complete state but the last of each trace; when
     # the next state is complete too, TLC only judges that step (a targeted run).
     sources, targets = [], {}
+    chains: list[list[int]] = []          # each trace's complete source states, in step order
+    nexts: list[list[int | None]] = []    # the complete state after each of them, or None
     for t, keys in runs:
+        chain, after = [], []
         for key, nxt in zip(keys, keys[1:]):
             if None not in key:
                 s = g.add_state(key)
+                chain.append(s)
                 if None in nxt:
                     sources.append(s)
+                    after.append(None)
                 else:
-                    targets.setdefault(s, set()).add(g.add_state(nxt))
-    nb.expand(targets, targets=targets)
-    nb.expand(sources)
+                    d = g.add_state(nxt)
+                    targets.setdefault(s, set()).add(d)
+                    after.append(d)
+        chains.append(chain)
+        nexts.append(after)
+    prune = _pruner(chains, nexts)
+    nb.expand(targets, targets=targets, prune=prune)
+    nb.expand(sources, prune=prune)
     actions = _spec_actions(base)
     pending = [TraceRun(t, keys, g, actions=actions) for t, keys in runs]
     failed: list[tuple[TraceRun, str, object]] = []
@@ -428,6 +438,34 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
     for run, outcome, arg in failed:
         results.append(_finish(run, outcome, arg, mode, extra.get(run.trace.path, {}), live))
     return results, _nb_stats(nb)
+
+
+def _pruner(chains: list[list[int]], steps: list[list[int | None]]
+            ) -> Callable[[set[int], set[tuple[int, int]]], set[int]]:
+    """prune(failed, failed_steps): the sources that every observing trace reaches only after
+    one of its own sources, or its own step (source, next), failed in TLC.  That trace stops
+    there (out of scope), or goes on step by step on request; either way nobody needs those
+    sources expanded up front.  `steps[t][k]` is the state after chains[t][k] (None: partial)."""
+    owners: dict[int, list[tuple[int, int]]] = {}       # source -> [(trace, position)]
+    step_owners: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for ti, chain in enumerate(chains):
+        for pos, s in enumerate(chain):
+            owners.setdefault(s, []).append((ti, pos))
+            if steps[ti][pos] is not None:
+                step_owners.setdefault((s, steps[ti][pos]), []).append((ti, pos))
+
+    def prune(failed: set[int], failed_steps: set[tuple[int, int]]) -> set[int]:
+        first: dict[int, int] = {}                       # trace -> position of its first failure
+        hits = [o for s in failed for o in owners.get(s, ())] + \
+            [o for st in failed_steps for o in step_owners.get(st, ())]
+        for ti, pos in hits:
+            if pos < first.get(ti, len(chains[ti])):
+                first[ti] = pos
+        if not first:
+            return set()
+        return {s for s, own in owners.items()
+                if all(ti in first and pos > first[ti] for ti, pos in own)}
+    return prune
 
 
 def _observes_nothing(t: Trace) -> str | None:

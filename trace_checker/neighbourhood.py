@@ -146,6 +146,7 @@ class Neighbourhood:
         self.unexpandable: dict[int, str] = {}
         self._writable: dict[int, str | None] = {}     # state -> why it is unwritable
         self.failed_steps: dict[tuple[int, int], str] = {}   # targeted steps TLC failed on
+        self._prune: Callable[[set[int], set[tuple[int, int]]], set[int]] | None = None
         self.status = status
         self.budget = text_budget()
         self._have_inits = False
@@ -264,11 +265,19 @@ class Neighbourhood:
         self._have_inits = True
 
     def expand(self, indices: Iterable[int],
-               targets: Mapping[int, Iterable[int]] | None = None) -> dict[int, str]:
+               targets: Mapping[int, Iterable[int]] | None = None,
+               prune: Callable[[set[int], set[tuple[int, int]]], set[int]] | None = None
+               ) -> dict[int, str]:
         """Compute the successors of the given states; returns {state: why not} for failures.
 
         With `targets` (source -> observed next states) TLC judges only those steps: the
-        sources become `targeted` (see the module's docstring) unless already expanded."""
+        sources become `targeted` (see the module's docstring) unless already expanded.
+        `prune(failed, failed_steps)`: the sources no longer needed once those sources or
+        (source, next) steps have failed (every trace observing them stops, or is judged step
+        by step, from there); a failing batch's remaining halves skip them, so a
+        trace whose states TLC cannot evaluate from step k on costs a few runs, not a run per
+        state.  Pruned sources are left as they were (a later request expands them)."""
+        self._prune = prune
         failures: dict[int, str] = {}
         if targets is None:
             todo = [i for i in dict.fromkeys(indices)
@@ -283,8 +292,11 @@ class Neighbourhood:
                 if want:
                     pairs[i] = want
             todo = list(pairs)
-        for batch in self._batches(todo, pairs):
-            self._expand_batch(batch, failures, pairs)
+        try:
+            for batch in self._batches(todo, pairs):
+                self._expand_batch(batch, failures, pairs)
+        finally:
+            self._prune = None
         self.unexpandable.update(failures)
         return failures
 
@@ -332,6 +344,11 @@ class Neighbourhood:
 
     def _expand_batch(self, batch: list[int], failures: dict[int, str],
                       pairs: dict[int, set[int]] | None = None) -> None:
+        if self._prune is not None and (failures or self.failed_steps):
+            dead = self._prune(set(failures), set(self.failed_steps))
+            batch = [i for i in batch if i not in dead]
+            if not batch:
+                return
         mv = ModelValues(self.mv_names)
         sv = SharedValues(mv)
         refs: dict[int, str] = {}
