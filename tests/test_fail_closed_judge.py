@@ -262,3 +262,63 @@ def test_a_failed_source_prunes_only_what_no_trace_still_needs():
     # a failed step (3 -> 4) of trace 0 prunes its later source 4, not 3 (judged in full later)
     assert prune(set(), {(3, 4)}) == {4}
     assert prune(set(), {(1, 5)}) == {5}                # trace 1's step: 3 is trace 0's too
+
+
+# --------------------------------------------------------------------------- second review
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+@pytest.mark.parametrize("mode", ["graph", "config"])
+def test_a_header_cannot_make_the_specs_strings_model_values(mode, sim, tmp_path,
+                                                             tlc_toolchain):
+    """Declaring "Leader" a model value made TLC's `role[j] # "Leader"` true for the leader
+    (a spec violation judged valid), in any trace of the same run."""
+    h, steps, f = sim[0]
+    d = tmp_path / "c"
+    d.mkdir()
+    hl = copy.deepcopy(h)
+    hl["model_values"] = sorted(hl["model_values"] + ["Leader"])
+    _write(d / "declares-leader.jsonl", hl, steps[:1], f, "declares")
+    _write(d / "good.jsonl", *sim[1])
+    kw = {"graph": "kraft-graph-small"} if mode == "graph" else {"config": "kraft-graph-small"}
+    s = validate_corpus([d], **kw)
+    r = _verdict(s, "declares-leader.jsonl")
+    assert r["verdict"] == "out_of_scope"
+    assert "model values the config kraft-graph-small does not have: Leader" in r["reason"]
+    assert _verdict(s, "good.jsonl")["verdict"] == "valid"
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_a_made_up_stutter_is_refused_under_a_specification_config(tmp_path, tlc_toolchain):
+    """kraft-ci-liveness names SPECIFICATION LiveSpec (no NEXT): its actions were not read, so
+    any stutter passed."""
+    d = tmp_path / "sim"
+    d.mkdir()
+    run_seeds(RunSpec("kraft", [0], "chaos", 40,
+                      str(REPO_ROOT / "tlc_configs/kraft-ci-liveness.cfg")), d)
+    p = next(d.glob("*.jsonl"))
+    lines = [json.loads(x) for x in p.read_text().splitlines()]
+    h, steps, f = lines[0], lines[1:-1], lines[-1]
+    st = copy.deepcopy(steps[:6])
+    st.insert(5, {**copy.deepcopy(st[4]), "action": "FormatDiskAndElectEveryone"})
+    for k, s in enumerate(st):
+        s["step"] = k
+    q = _write(tmp_path / "stutter.jsonl", h, st, f)
+    r = validate_corpus([q], config="kraft-ci-liveness")["results"][0]
+    assert r["verdict"] == "invalid" and r["failed_step"] == 5
+    assert "is not an action of the spec's next-state relation" in r["diagnosis"]["summary"]
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_a_trace_whose_liveness_cannot_be_judged_fails_the_run(sim, tmp_path, tlc_toolchain):
+    h, steps, f = sim[0]
+    st = copy.deepcopy(steps)
+    del st[4]["state"]["role"]                   # one step leaves a timer variable out
+    p = _write(tmp_path / "t.jsonl", h, st, f)
+    s = validate_corpus([p], graph="kraft-graph-small")
+    r = s["results"][0]
+    assert r["verdict"] == "valid" and "does not observe role" in r["liveness_not_judged"]
+    assert s["liveness_not_judged"] == 1 and not s["ok"]
+    assert validate_corpus([p], graph="kraft-graph-small", max_liveness_not_judged=1)["ok"]

@@ -155,3 +155,58 @@ def test_planted_fetch_timer_bug_is_caught_and_the_correct_refimpl_is_not(sims):
     # (which seeds depends on the refimpl's schedule; that some are flagged does not)
     assert flagged, "follower-fetch-timer-not-armed not flagged in seeds 0-5"
     assert [p.name for p in sims["correct"] if check_liveness(read_trace(p))] == []
+
+
+def test_max_epoch_bounds_only_a_trace_that_stays_within_it():
+    """A bounded run never times out in MaxEpoch; a trace beyond MaxEpoch was not bounded by
+    it, so every epoch has its timers (the judge's bound, raised or not, never opens a duty
+    the bounded spec forbids)."""
+    steps = [(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+             (100 + B.fetch + 1, "SendFetchRequest", "n2", LEADER_GONE)]
+    assert check_liveness(_trace(steps), B, LivenessJudge("c", max_epoch=1)) == []
+    # n3 is beyond the bound all along (a replica that never acts here): not a bounded run
+    beyond = [(t, a, n, _with(s, currentEpoch={"n3": 5})) for t, a, n, s in steps]
+    assert [v.node for v in check_liveness(_trace(beyond), B, LivenessJudge("c", max_epoch=1))
+            ] == ["n2"]
+
+
+def _with(s: dict, **over) -> dict:
+    s = copy.deepcopy(s)
+    for var, changes in over.items():
+        s[var] = {**s[var], **changes}
+    return s
+
+
+def test_a_node_seen_changing_its_own_state_is_acting_whatever_params_say():
+    moved = copy.deepcopy(LEADER_GONE)
+    moved["currentEpoch"]["n2"] = 1               # unchanged epoch; n2 records something:
+    moved["followerEndOffset"]["n2"] = {"n1": 0, "n2": -1, "n3": -1}
+    t = _trace([(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+                (100 + B.fetch + 1, "ReceiveFetchResponse", "n3", moved)])   # wrong node
+    # n2 changed its own state: seen acting though the step names n3 (also past its deadline)
+    assert [(v.node, v.seen_at_step) for v in check_liveness(t)] == [("n2", 2), ("n3", 2)]
+
+
+def test_a_step_that_hides_its_acting_node_leaves_liveness_unjudged():
+    steps = [(0, "Init", None, _state()), (100, "Restart", "n1", LEADER_GONE),
+             (100 + B.fetch + 1, "SendFetchRequest", None, LEADER_GONE)]
+    with pytest.raises(NotJudged, match=r"step 2 \(SendFetchRequest.*params.node"):
+        check_liveness(_trace(steps))
+    steps[2] = (100 + B.fetch + 1, "DropMessage", None, LEADER_GONE)    # the network's step
+    assert check_liveness(_trace(steps)) == []
+
+
+def test_reassignment_timers_follow_each_replicas_own_voter_set():
+    """KRaftReassign: voterSet[i] is what i acts on; a replica outside its own voter set (an
+    observer by its own log) has no election timer, one inside has."""
+    def with_voters(s, vs):
+        s = copy.deepcopy(s)
+        s["voterSet"] = {k: {"#set": sorted(v)} for k, v in vs.items()}
+        return s
+    vs = {"n1": {"n1", "n2"}, "n2": {"n1", "n2"}, "n3": {"n1", "n2"}}
+    steps = [(0, "Init", None, with_voters(_state(), vs)),
+             (100, "Restart", "n1", with_voters(LEADER_GONE, vs)),
+             (100 + B.fetch + 1, "SendFetchRequest", "n2", with_voters(LEADER_GONE, vs)),
+             (100 + B.fetch + 2, "SendFetchRequest", "n3", with_voters(LEADER_GONE, vs))]
+    j = LivenessJudge("r", voter_sets=True)
+    assert [v.node for v in check_liveness(_trace(steps), B, j)] == ["n2"]   # n3: observer

@@ -151,6 +151,28 @@ def _worker_init(entry: ConfigEntry) -> None:
     _set_graph(load_graph(entry).graph, entry)
 
 
+def foreign_model_values(trace: Trace, entry: ConfigEntry) -> str | None:
+    """Why a trace cannot be judged under a config whose model values do not include those
+    its header declares (None when they do).  A declared model value is written into the
+    generated module as a model value, so a name the config does not have would turn the
+    trace's strings, or the spec's own string literals ("Leader"), into model values."""
+    extra = set(trace.model_values) - _allowed_model_values(entry)
+    if not extra:
+        return None
+    return (f"the header declares model values the config {entry.name} does not have: "
+            f"{', '.join(sorted(extra)[:10])}{', ...' if len(extra) > 10 else ''}")
+
+
+def _allowed_model_values(entry: ConfigEntry) -> set[str]:
+    key = (str(entry.cfg_path), entry.module)
+    if key not in _MV_CACHE:
+        _MV_CACHE[key] = _cfg_model_values(entry) | _spec_constants(entry)
+    return _MV_CACHE[key]
+
+
+_MV_CACHE: dict[tuple[str, str], set[str]] = {}
+
+
 def judged_module_mismatch(trace: Trace, entry: ConfigEntry) -> TraceMalformed | None:
     """A trace judged under a config the user chose must be of that config's spec (its module
     or a spec module it extends): a header claiming another module is refused."""
@@ -174,6 +196,9 @@ def _check_in_graph(path: str) -> dict:
     wrong = judged_module_mismatch(trace, _ENTRY) if _ENTRY is not None else None
     if wrong is not None:
         return V.malformed(path, wrong)
+    foreign = foreign_model_values(trace, _ENTRY) if _ENTRY is not None else None
+    if foreign is not None:
+        return V.out_of_scope(trace, "graph", foreign)
     if set(trace.variables) != set(g.codec.variables):
         return V.out_of_scope(trace, "graph", f"the trace's variables {sorted(trace.variables)} "
                               f"are not the graph's {sorted(g.codec.variables)}")
@@ -369,7 +394,7 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
                        workers=tlc_workers, timeout=timeout, jobs=jobs, codec=codec,
                        status=status)
     g = nb.graph
-    live = liveness_judge(base, nb.overrides)   # the spec as TLC ran it: bounds raised or not
+    live = liveness_judge(base)
     try:
         nb.ensure_initial()
     except TLCUnavailable:
@@ -611,6 +636,13 @@ def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntr
             if progress:
                 progress(done, total)
             continue
+        foreign = foreign_model_values(t, base)
+        if foreign is not None:
+            results.append(V.out_of_scope(t, mode, foreign, **(extra or {}).get(t.path, {})))
+            done += 1
+            if progress:
+                progress(done, total)
+            continue
         gkey = (base.name, str(base.cfg_path), tuple(sorted(t.variables)))
         groups.setdefault(gkey, []).append(t)
         bases[gkey] = base
@@ -635,6 +667,7 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
                     tlc_workers: int = 1, timeout: float = 1800, module: str | None = None,
                     progress: Progress | None = None, config: str | ConfigEntry | None = None,
                     max_out_of_scope: int | None = 0,
+                    max_liveness_not_judged: int | None = 0,
                     status: Callable[[str], None] | None = None) -> dict:
     """Check every trace file under `paths`; returns the corpus summary (JSON-able dict).
 
@@ -645,7 +678,8 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
     config: neighbourhood mode under this config (manifest name, ConfigEntry or .cfg with
     `module`) for every trace, whatever its header says.
     max_out_of_scope: the run is not ok when more traces than this are out of scope (None: no
-    limit).  A path holding no trace file raises CorpusError; TLC failing to run raises
+    limit).  max_liveness_not_judged: the same for valid traces whose liveness could not be
+    judged (a partial observation omitting a timer variable).  A path holding no trace file raises CorpusError; TLC failing to run raises
     NeighbourhoodError / GraphBuildError (fail closed: never out_of_scope with ok).
     """
     if graph is not None and (lazy or config is not None):
@@ -720,16 +754,19 @@ def validate_corpus(paths: Iterable[str | os.PathLike], graph: str | ConfigEntry
     judged = sum(V.steps_judged(r) for r in results)
     seconds = time.monotonic() - t0
     too_many = max_out_of_scope is not None and counts["out_of_scope"] > max_out_of_scope
+    unjudged = sum(1 for r in results if r.get("liveness_not_judged"))
+    too_blind = max_liveness_not_judged is not None and unjudged > max_liveness_not_judged
     summary.update({
         "traces": total, "counts": counts, "steps": steps, "steps_judged": judged,
         "seconds": round(seconds, 3),
         "steps_per_second": round(steps / seconds, 1) if seconds > 0 else None,
         "max_out_of_scope": max_out_of_scope,
-        # valid traces whose timers could not be judged (partial observation): reported, and
-        # their safety verdict stands
-        "liveness_not_judged": sum(1 for r in results if r.get("liveness_not_judged")),
+        # valid traces whose timers could not be judged (partial observation): their safety
+        # verdict stands, but the run is not ok with more of them than allowed (fail closed)
+        "liveness_not_judged": unjudged,
+        "max_liveness_not_judged": max_liveness_not_judged,
         "ok": counts["invalid"] == 0 and counts["malformed"] == 0 and not too_many
-        and counts["valid"] + counts["invalid"] > 0,
+        and not too_blind and counts["valid"] + counts["invalid"] > 0,
         "neighbourhood": nb_stats, "results": results})
     if out is not None:
         _keep_failures(Path(out), results, summary)

@@ -99,6 +99,39 @@ def _disjuncts(body: str) -> list[str]:
     return [d for d in (x.strip() for x in out) if d]
 
 
+_BOX = re.compile(r"\[\]\s*\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]_")
+
+
+def _next_name(cfg, defs: dict[str, str]) -> str | None:
+    """The next-state relation a config runs: its NEXT, or the `[][N]_vars` of its
+    SPECIFICATION, found through the definitions it is made of (LiveSpec == Spec /\\
+    Fairness, Spec == Init /\\ [][Next]_vars)."""
+    nxt = (cfg.sections.get("NEXT") or [None])[0]
+    if nxt is not None:
+        return nxt
+    todo, seen = [(cfg.sections.get("SPECIFICATION") or ["Spec"])[0]], set()
+    while todo and len(seen) < 50:
+        name = todo.pop(0)
+        if name in seen or name not in defs:
+            continue
+        seen.add(name)
+        m = _BOX.search(defs[name])
+        if m:
+            return m.group(1)
+        todo.extend(x for x in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", defs[name]) if x in defs)
+    return None
+
+
+def next_relation(entry: ConfigEntry) -> str | None:
+    """The name of the next-state relation of a config (see _next_name); None if unreadable."""
+    try:
+        cfg = parse_cfg(entry.cfg_path)
+        return _next_name(cfg, _definitions(entry.module_path,
+                                            [entry.module_path.parent, SPEC_DIR]))
+    except Exception:  # noqa: BLE001 - a config TLC reads will say what is wrong itself
+        return None
+
+
 def spec_actions(entry: ConfigEntry) -> list[str]:
     """The action labels of the config's next-state relation, from the module text: for each
     disjunct of NEXT (quantifiers stripped) the operator it applies; a disjunct that names
@@ -109,11 +142,7 @@ def spec_actions(entry: ConfigEntry) -> list[str]:
     except Exception:  # noqa: BLE001 - coverage is a report: never fail validation on it
         return []
     defs = _definitions(entry.module_path, [entry.module_path.parent, SPEC_DIR])
-    nxt = (cfg.sections.get("NEXT") or [None])[0]
-    if nxt is None:
-        spec = (cfg.sections.get("SPECIFICATION") or ["Spec"])[0]
-        m = re.search(r"\[\]\s*\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]_", defs.get(spec, ""))
-        nxt = m.group(1) if m else None
+    nxt = _next_name(cfg, defs)
     if nxt is None or nxt not in defs:
         return []
     labels: list[str] = []

@@ -29,8 +29,9 @@ keeps until its Restart step, see docs/trace-format.md) from being flagged; a Re
 discharges i's obligations (the timers are re-armed on restart).  The spec's bounds are
 respected: no obligation in an epoch >= MaxEpoch or for a voter outside TimeoutVoters (the
 spec's guards of Timeout / LeaderProgressTimeout), read from the config the trace is judged
-under (`LivenessJudge`: the user's --graph / --config, or the config the header resolved to,
-with the bounds raised if they were), never from the trace's own header.  The states are read
+under (`LivenessJudge`: the user's --graph / --config, or the config the header resolved to),
+never from the trace's own header; MaxEpoch bounds only a trace that stays within it (one
+whose epochs go beyond it was not run under it, and every epoch has its timers).  The states are read
 as decoded TLA+ values, so every ITF spelling of a function (`{"n1": ..}` or `#map`) is the
 same state here as in the step check.  A trace this module cannot judge (it omits a variable
 the timers depend on, or has no virtual time) is reported as such (`NotJudged`), never as
@@ -58,8 +59,17 @@ from trace_checker.traces import Trace
 __all__ = ["TimerBounds", "Obligation", "LivenessViolation", "LivenessJudge", "NotJudged",
            "liveness_judge", "check_liveness", "judge_liveness", "SPEC_MODULES", "NEEDED"]
 
-SPEC_MODULES = ("KRaft",)      # the modules whose timers this module knows
+SPEC_MODULES = ("KRaft", "KRaftReassign")      # the modules whose timers this module knows
 NEEDED = ("role", "currentEpoch", "leaderId", "followerEndOffset")   # KRaft.tla's variables
+# a replica's crash and recovery (KRaft.tla Restart; KRaftHistory.tla LoseDisk, a restart with
+# an empty disk): its timers are re-armed, so its obligations start again
+RESTARTS = ("Restart", "LoseDisk")
+# the network's own steps (docs/trace-format.md): no replica acts, no params.node
+NETWORK_ACTIONS = ("DropMessage", "DuplicateMessage")
+VOTER_SET = "voterSet"          # KRaftReassign.tla: the voter set each replica acts on
+# KRaft.tla's per-replica variables ([Server -> ...]): a change of replica i's entry is i acting
+PER_REPLICA = NEEDED + ("votedId", "log", "highWatermark", "votesGranted", "votesRejected",
+                        "fetchedSinceCheck")
 
 
 class NotJudged(Exception):
@@ -72,20 +82,23 @@ class LivenessJudge:
     config: str
     max_epoch: int | None = None                  # None: no epoch bound
     timeout_voters: frozenset[str] | None = None  # None: every voter's timer may fire
+    # KRaftReassign: each replica's voters are its own voterSet[i] (KIP-642 "Each voter must
+    # act on the information they have in their own log"), not KRaft's fixed Voters
+    voter_sets: bool = False
 
 
-def liveness_judge(entry: ConfigEntry, overrides: Mapping[str, int] | None = None
-                   ) -> LivenessJudge | None:
+def liveness_judge(entry: ConfigEntry) -> LivenessJudge | None:
     """The liveness judge of a config: None when its module is not built on one whose timers
     this module knows (EXTENDS, transitively: MCKRaftBackoff is; MCELR is not)."""
-    if not spec_closure(entry.module_path) & set(SPEC_MODULES):
+    closure = spec_closure(entry.module_path)
+    if not closure & set(SPEC_MODULES):
         return None
     consts = dict(parse_cfg(entry.cfg_path).constants)
-    consts.update(overrides or {})
     me, tv = consts.get("MaxEpoch"), consts.get("TimeoutVoters")
     return LivenessJudge(entry.name, me if type(me) is int else None,
                          frozenset(x for x in tv if type(x) is str)
-                         if isinstance(tv, frozenset) else None)
+                         if isinstance(tv, frozenset) else None,
+                         voter_sets="KRaftReassign" in closure)
 
 
 @dataclass(frozen=True)
@@ -142,14 +155,14 @@ class LivenessViolation:
                 f"{self.seen_at_ms - self.enabled_at_ms} ms later (bound {self.bound_ms} ms)")
 
 
-def _decoded_states(trace: Trace) -> list[dict]:
+def _decoded_states(trace: Trace, needed: tuple[str, ...] = NEEDED) -> list[dict]:
     """The timers' variables of every step, decoded (each distinct JSON text once); raises
     NotJudged when a step omits one or it is not a function of the servers."""
     memo: dict[str, object] = {}
     out = []
     for step in trace.steps:
         st = {}
-        for var in NEEDED:
+        for var in needed:
             if var not in step.state:
                 raise NotJudged(f"step {step.index} (line {step.line}) does not observe {var}")
             raw = step.state[var]
@@ -167,23 +180,40 @@ def _decoded_states(trace: Trace) -> list[dict]:
     return out
 
 
+def _changed_nodes(prev: Mapping, state: Mapping) -> set[str]:
+    """The replicas whose own (per-replica) variables differ between two decoded states."""
+    out: set[str] = set()
+    for var, fn in state.items():
+        before = prev.get(var)
+        if before is None or fn == before:
+            continue
+        for k in set(fn) | set(before):
+            if type(k) is str and fn.get(k) != before.get(k):
+                out.add(k)
+    return out
+
+
 def _obligations(state: Mapping, i: str, voters: set[str], max_epoch: int | None) -> list:
-    """The timer obligations of node i after a step (KRaft.tla's variable names)."""
+    """The timer obligations of node i after a step (KRaft.tla's variable names); `voters`:
+    the voters i acts on (KRaft.tla VotersOf(i)).  Timeout needs i \in VotersOf(i) (an
+    observer has no election timer); the leader progress timeout counts a majority of them."""
     role, epoch = state["role"].get(i), state["currentEpoch"].get(i)
     leader = state["leaderId"].get(i)
     if type(epoch) is not int or (max_epoch is not None and epoch >= max_epoch):
         return []
     out = []
-    if role == "Follower" and leader in voters:
+    if role != "Leader" and i not in voters:
+        return []
+    if role == "Follower" and leader in state["role"]:
         if not (state["role"].get(leader) == "Leader"
                 and state["currentEpoch"].get(leader) == epoch):
             out.append(Obligation("fetch-timeout", "Timeout", (role, epoch, leader)))
     elif role in ("Unattached", "Voted") and leader == "Nil" or role in ("Candidate", "Resigned"):
         out.append(Obligation("election-timeout", "Timeout", (role, epoch, leader)))
     elif role == "Leader":
-        following = 1 + sum(1 for j in voters if j != i and state["role"].get(j) == "Follower"
-                            and state["leaderId"].get(j) == i
-                            and state["currentEpoch"].get(j) == epoch)
+        following = sum(1 for j in voters if j == i or (
+            state["role"].get(j) == "Follower" and state["leaderId"].get(j) == i
+            and state["currentEpoch"].get(j) == epoch))
         if following * 2 <= len(voters):
             out.append(Obligation("leader-progress-timeout", "LeaderProgressTimeout",
                                   (role, epoch, i)))
@@ -202,22 +232,47 @@ def check_liveness(trace: Trace, bounds: TimerBounds = TimerBounds(),
     bad = next((s for s in trace.steps if type(s.time_ms) is not int), None)
     if bad is not None:
         raise NotJudged(f"step {bad.index} (line {bad.line}) has no virtual time (time_ms)")
-    states = _decoded_states(trace)
+    anon = next((s for s in trace.steps[1:] if s.action not in NETWORK_ACTIONS and type(
+        (s.params or {}).get("node") if isinstance(s.params, Mapping) else None) is not str),
+        None)
+
+    extra = tuple(v for v in PER_REPLICA if v not in NEEDED
+                  and all(v in st.state for st in trace.steps))
+    states = _decoded_states(trace, NEEDED + ((VOTER_SET,) if judge.voter_sets else ()) + extra)
     max_epoch = judge.max_epoch
+    if max_epoch is not None and any(
+            type(e) is int and e > max_epoch for st in states
+            for e in st["currentEpoch"].values()):
+        # KRaft.tla's guard `currentEpoch[i] < MaxEpoch` bounds a run that stays within
+        # MaxEpoch (a bounded simulation never times out in MaxEpoch); a trace beyond it was
+        # not bounded by it (judged with the bounds raised), so every epoch has its timers
+        max_epoch = None
     voters: set[str] = set()
-    for fe in states[0]["followerEndOffset"].values():        # [Server -> [Voters -> Int]]
-        if isinstance(fe, Mapping):
-            voters |= {v for v in fe if type(v) is str}
+    if judge.voter_sets:                                      # every replica may become one
+        voters = {v for v in states[0]["role"] if type(v) is str}
+    else:
+        for fe in states[0]["followerEndOffset"].values():    # [Server -> [Voters -> Int]]
+            if isinstance(fe, Mapping):
+                voters |= {v for v in fe if type(v) is str}
     timer_voters = voters if judge.timeout_voters is None else set(judge.timeout_voters)
     limit = {"fetch-timeout": bounds.fetch, "election-timeout": bounds.election,
              "leader-progress-timeout": bounds.progress}
     open_: dict[str, dict[tuple, tuple[int, int]]] = {i: {} for i in timer_voters & voters}
     found: dict[str, LivenessViolation] = {}
+    prev: dict | None = None
     for step, state in zip(trace.steps, states):
-        actor = step.params.get("node") if isinstance(step.params, Mapping) else None
+        named = step.params.get("node") if isinstance(step.params, Mapping) else None
+        # who acted: the node the step names and every node whose own state changed (in
+        # KRaft.tla only replica i's actions change i's variables), so that neither a missing
+        # nor a wrong `params.node` hides a node seen alive
+        changed = _changed_nodes(prev, state) if prev is not None else set()
+        acting = changed | ({named} if type(named) is str else set())
+        restarted = acting if step.action in RESTARTS else set()
         t = step.time_ms
-        # evidence of life: the acting node, with an obligation open past its deadline
-        if actor in open_ and actor not in found and step.action != "Restart":
+        # evidence of life: an acting node with an obligation open past its deadline
+        for actor in sorted(acting - restarted):
+            if actor not in open_ or actor in found:
+                continue
             for ob, (k0, t0) in open_[actor].items():
                 if t - t0 > limit[ob.timer]:
                     found[actor] = LivenessViolation(
@@ -225,14 +280,24 @@ def check_liveness(trace: Trace, bounds: TimerBounds = TimerBounds(),
                         {"role": ob.key[0], "epoch": ob.key[1], "leader": ob.key[2]})
                     break
         for i, opened in open_.items():
-            if step.action == "Restart" and actor == i:
+            if i in restarted:
                 opened.clear()                  # the timers are re-armed on restart
-            now = set(_obligations(state, i, voters, max_epoch))
+            mine = voters
+            if judge.voter_sets:
+                vs = state[VOTER_SET].get(i)
+                mine = {v for v in vs if type(v) is str} if isinstance(vs, frozenset) else set()
+            now = set(_obligations(state, i, mine, max_epoch))
             for ob in list(opened):
                 if ob not in now:
                     del opened[ob]
             for ob in now:
                 opened.setdefault(ob, (step.index, t))
+        prev = state
+    if not found and anon is not None:
+        # a node seen acting is the evidence of life: a step that hides who acted (and changes
+        # no replica's own state, e.g. a Send) may hide a node past its deadline
+        raise NotJudged(f"step {anon.index} ({anon.action}, line {anon.line}) does not name "
+                        "the acting node (params.node)")
     return [found[i] for i in sorted(found)]
 
 

@@ -60,6 +60,7 @@ from kraftcore.tlc.runner import run_config
 from kraftcore.values import Value
 from trace_checker.cache import cache_dir
 from trace_checker.codec import Codec
+from trace_checker.coverage import next_relation
 from trace_checker.dot import read_dump, split_escaped_label
 from trace_checker.graph import GraphFormatError, StateGraph
 from trace_checker.tlagen import ModelValues, Unwritable, cfg_constants
@@ -134,7 +135,9 @@ class Neighbourhood:
         self.cfg = parse_cfg(base.cfg_path)
         self.variables = tuple(codec.variables) if codec else tuple(sorted(variables))
         self.init_name = (self.cfg.sections.get("INIT") or ["Init"])[0]
-        self.next_name = (self.cfg.sections.get("NEXT") or ["Next"])[0]
+        # the config's NEXT, or the next-state relation of its SPECIFICATION (LiveSpec ==
+        # Spec /\ Fairness: Next)
+        self.next_name = next_relation(base) or "Next"
         self.overrides = raised_constants(self.cfg, size)
         self.mv_names = frozenset(model_values) | frozenset(self.cfg.model_values)
         ModelValues(self.mv_names)  # names must be identifiers: fail early

@@ -9,8 +9,9 @@ with step k's observed variables.  The trace is valid when the set never becomes
 
 Stuttering: the specs are `Init /\\ [][Next]_vars`, so a step that leaves the state unchanged is
 allowed (a crash of a node whose state the spec keeps, a timer that changes nothing) when it
-claims an action of the spec's Next (`actions`, the judge config's action labels; a name the
-spec does not have is a step of no spec action); it keeps the candidates that agree with the
+claims an action of the spec's Next (`actions`, the judge config's action labels, or a label
+TLC produced for the graph; a name the spec does not have is a step of no spec action); it
+keeps the candidates that agree with the
 step's observation.  Complete-observation stutters are counted (`stutters`).
 
 A run is resumable: in neighbourhood mode `advance` stops with ("need", states) when a candidate
@@ -51,7 +52,7 @@ class TraceRun:
     ambiguous_steps: int = 0
     path: list[int] = field(default_factory=list)     # matched states (complete observation)
     stutters: int = 0                                  # complete steps that changed nothing
-    actions: frozenset[str] | None = None              # Next's labels (None: not known)
+    actions: frozenset[str] | None = None              # Next's labels (None: not read)
 
     def advance(self) -> tuple[str, object]:
         """("valid", None) | ("fail", k) | ("need", [states]) | ("too_ambiguous", k)."""
@@ -81,7 +82,9 @@ class TraceRun:
                     return "need", need
             action = steps[self.k].action
             aid = g.action_ids.get(action, -1)
-            may_stutter = self.actions is None or action in self.actions
+            # a stutter must claim an action of Next: the judge's labels read from the spec,
+            # or (unreadable, or a label the reading missed) one TLC has produced
+            may_stutter = aid >= 0 or (self.actions is not None and action in self.actions)
             if None not in key:
                 t = index.get(key)
                 if t is None:

@@ -114,6 +114,9 @@ def summary_lines(summary: dict, show_valid: bool = False) -> list[str]:
            else "")
         + f", [magenta]{c['malformed']} malformed[/]"
         + (f"; liveness not judged on {summary['liveness_not_judged']} valid"
+           + (f" (at most {summary.get('max_liveness_not_judged')} allowed)"
+              if summary.get("max_liveness_not_judged") is not None
+              and summary["liveness_not_judged"] > summary["max_liveness_not_judged"] else "")
            if summary.get("liveness_not_judged") else ""))
     return lines
 

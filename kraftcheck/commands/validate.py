@@ -42,6 +42,9 @@ def validate(
                                "config for every trace (wins over the trace headers' bounds)."),
     max_out_of_scope: int = typer.Option(0, "--max-out-of-scope", min=0, help="Fail (exit 1) "
                                          "when more traces than this are out of scope."),
+    max_liveness_not_judged: int = typer.Option(
+        0, "--max-liveness-not-judged", min=0, help="Fail (exit 1) when more valid traces "
+        "than this could not be judged for liveness (partial observation of a timer variable)."),
 ) -> None:
     """Check traces against the spec: valid, invalid (with diagnosis), out of scope, malformed."""
     from trace_checker.corpus import (CorpusError, check_out_not_input, collect_files,
@@ -69,7 +72,8 @@ def validate(
             _fail(str(e), as_json)
     common = dict(graph=graph, lazy=lazy, jobs=jobs, out=out, manifest_dir=manifest,
                   recheck=not no_recheck, chunk=chunk, module=module, config=config,
-                  max_out_of_scope=max_out_of_scope)
+                  max_out_of_scope=max_out_of_scope,
+                  max_liveness_not_judged=max_liveness_not_judged)
     try:
         if as_json:
             summary = validate_corpus(paths, **common)
