@@ -4,7 +4,8 @@ The lookup rule (the same as the single-process checker's full-graph mode):
 
   * step 0 is valid when its state is an initial state of the graph;
   * step k > 0 is valid when the graph has the edge (state k-1, action k, state k), or when the
-    state did not change (a stuttering step, which every TLA+ spec allows);
+    state did not change under an action name of the vocabulary (a stuttering step, which
+    every TLA+ spec allows);
   * a trace is `valid` when every step is; `invalid` at its first failing step k (with the
     action the trace claims for it) when that step's state is in the graph; `out_of_scope` when
     that state is not in the bounded graph (it left the graph: `kraftcheck validate` re-checks
@@ -13,8 +14,9 @@ The lookup rule (the same as the single-process checker's full-graph mode):
     not 0..n, bad rows).
 
 A step claiming an action outside the vocabulary (ingest keeps it, flagged `unknown_action`)
-is checked like any other: no edge carries that label, so it fails unless the state is
-unchanged, as in the checker.
+is checked like any other: no edge carries that label, so it fails, even when the state is
+unchanged (a stutter must claim an action of Next or a documented environment event, as in
+the checker).
 
 `agreement` compares these verdicts with the checker's.  `lookup_verdict` is the same rule over
 plain Python values, used as the reference in tests.
@@ -47,7 +49,8 @@ def step_checks(steps: DataFrame, states: DataFrame, edges: DataFrame) -> DataFr
          .join(e, (s.prev_fp == e.e_src) & (s.action == e.e_act) & (s.fp == e.e_dst), "left"))
     first = F.col("step") == 0
     ok = F.when(first, F.coalesce("is_init", F.lit(False))).otherwise(
-        (F.col("prev_fp") == F.col("fp")) | F.coalesce("has_edge", F.lit(False)))
+        ((F.col("prev_fp") == F.col("fp")) & ~F.coalesce("unknown_action", F.lit(False)))
+        | F.coalesce("has_edge", F.lit(False)))
     why = (F.when(ok, F.lit(None))
            .when(first, F.lit("not an initial state"))
            .when(F.col("in_graph").isNull(), F.lit("state not in the graph"))
@@ -140,13 +143,15 @@ def agreement_counts(a: DataFrame) -> dict[str, int]:
     return n | {"disagree": n["compared"] - n["agree"]}
 
 def lookup_verdict(steps: Iterable[tuple[int, str, str]], states: set[str], initial: set[str],
-                   edges: set[tuple[str, str, str]]) -> tuple[str, int | None, str | None]:
+                   edges: set[tuple[str, str, str]], known: frozenset[str] | None = None
+                   ) -> tuple[str, int | None, str | None]:
     """The rule over one complete trace's (step, action, fp) in order: ("valid", None, None),
     ("invalid", k, claimed action) or ("out_of_scope", k, claimed action) when step k's state
-    is not in the graph."""
+    is not in the graph.  `known`: the action vocabulary (None: every name is known)."""
     prev = None
     for k, action, fp in steps:
-        ok = (fp in initial) if k == 0 else (fp == prev or (prev, action, fp) in edges)
+        stutter = fp == prev and (known is None or action in known)
+        ok = (fp in initial) if k == 0 else (stutter or (prev, action, fp) in edges)
         if not ok:
             return ("invalid" if fp in states else "out_of_scope"), k, action
         prev = fp

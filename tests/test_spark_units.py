@@ -394,3 +394,15 @@ def test_memory_settings_are_read_as_spark_writes_them():
     from spark_trace_analysis.session import memory_bytes
     assert [memory_bytes(t) for t in ("1g", "2G", "4096m", "512", "1.5g", "2gb", "x")] == [
         2**30, 2**31, 2**32, 2**29, 3 * 2**29, 2**31, 2**30]
+
+
+def test_a_stutter_must_claim_a_known_action():
+    """As in the checker (trace_checker/partial.py): an unchanged state is a stutter only under
+    an action name of the vocabulary."""
+    states, init, edges = {"a", "b"}, {"a"}, {("a", "X", "b")}
+    steps = [(0, "Init", "a"), (1, "Crash", "a"), (2, "X", "b")]
+    assert lookup_verdict(steps, states, init, edges, frozenset({"Init", "X", "Crash"})) == \
+        ("valid", None, None)
+    made_up = [(0, "Init", "a"), (1, "FormatDisk", "a"), (2, "X", "b")]
+    assert lookup_verdict(made_up, states, init, edges, frozenset({"Init", "X", "Crash"})) == \
+        ("invalid", 1, "FormatDisk")

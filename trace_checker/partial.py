@@ -26,7 +26,15 @@ from trace_checker.codec import Key
 from trace_checker.graph import StateGraph
 from trace_checker.traces import Trace
 
-__all__ = ["TraceRun", "observed_positions", "matches"]
+__all__ = ["TraceRun", "observed_positions", "matches", "ENVIRONMENT_STUTTERS"]
+
+# Events of the environment or of volatile pacing that change no spec variable, under the
+# names the refimpl's spec mappings document for them (refimpl/kraft/spec_mapping.py "always a
+# stutter", refimpl/elr/spec_mapping.py "Stutter"); an implementation may write them as
+# stutter steps.  Any other name must be an action of the judge's Next.
+ENVIRONMENT_STUTTERS = frozenset({
+    "Crash", "Partition", "Heal", "FetchRequestTimeout", "ObserverFetchTimeout",
+    "ReceiveDescribeQuorumRequest", "ReceiveDescribeQuorumResponse", "Stutter"})
 
 
 def observed_positions(key: Key) -> list[tuple[int, int]]:
@@ -84,7 +92,8 @@ class TraceRun:
             aid = g.action_ids.get(action, -1)
             # a stutter must claim an action of Next: the judge's labels read from the spec,
             # or (unreadable, or a label the reading missed) one TLC has produced
-            may_stutter = aid >= 0 or (self.actions is not None and action in self.actions)
+            may_stutter = (aid >= 0 or action in ENVIRONMENT_STUTTERS
+                           or (self.actions is not None and action in self.actions))
             if None not in key:
                 t = index.get(key)
                 if t is None:
