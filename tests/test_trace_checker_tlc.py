@@ -70,7 +70,7 @@ def test_fixture_corpus_verdicts(mode, tlc_toolchain, tmp_path):
     assert not s["ok"]
     assert all(n["failed_runs"] == 0 for n in s["neighbourhood"])   # escaping held
     why = got["invalid-stutter-unknown-action"]["diagnosis"]["summary"]
-    assert "Crash is not an action of the spec's next-state relation" in why
+    assert "FormatDiskAndElectEveryone is not an action of the spec's next-state relation" in why
     if mode == "graph":
         assert got["valid-beyond-bounds"]["rechecked"] and got["valid-request-grant"].get("rechecked") is None
     kept = sorted(p.name for p in (tmp_path / "out").iterdir())
