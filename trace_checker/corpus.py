@@ -344,7 +344,7 @@ def resolve_base(trace: Trace, entries: list[ConfigEntry],
                and e.profile == "ci" and may_judge(e)]
     mvs = set(trace.model_values)
     for e in sorted(fitting, key=lambda e: ("graph" not in e.name, e.name)):
-        if mvs <= _cfg_model_values(e) | _spec_constants(e):
+        if mvs <= _allowed_model_values(e):
             return e
     raise LookupError(f"no ci config of {trace.spec_module} defines the trace's model values "
                       f"{sorted(mvs)}; name the config in the header's bounds or with --config")

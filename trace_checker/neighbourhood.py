@@ -340,6 +340,22 @@ class Neighbourhood:
                 self._writable[i] = f"cannot be written for TLC: {e}"
         return self._writable[i]
 
+    def _try_write(self, sv: SharedValues, i: int, refs: dict[int, str]) -> str | None:
+        """State i written into this run's text (once), or None when it cannot be (the
+        reason is kept for why_unwritable).  A failed write may leave definitions of the
+        state's writable parts in `sv`: unused, they change nothing."""
+        if i in refs:
+            return refs[i]
+        if self._writable.get(i) is not None:
+            return None
+        try:
+            refs[i] = self._write(sv, i, f"state {i}")
+        except Unwritable as e:
+            self._writable[i] = f"cannot be written for TLC: {e}"
+            return None
+        self._writable[i] = None
+        return refs[i]
+
     def _write(self, sv: SharedValues, i: int, where: str) -> str:
         key = self.graph.states[i]
         codec = self.graph.codec
@@ -358,18 +374,13 @@ class Neighbourhood:
         ok = []
         want: dict[int, list[int]] = {}     # the writable observed targets of each source
         for i in batch:
-            why = self.why_unwritable(i)
-            if why is not None:
-                failures[i] = why
+            if self._try_write(sv, i, refs) is None:
+                failures[i] = self._writable[i]
                 continue
-            refs[i] = self._write(sv, i, f"state {i}")
             # An unwritable target concerns only the traces that observed it (the corpus
             # driver puts them out of scope); the source's other steps are still judged.
             want[i] = [d for d in sorted((pairs or {}).get(i, ()))
-                       if self.why_unwritable(d) is None]
-            for d in want[i]:
-                if d not in refs:
-                    refs[d] = self._write(sv, d, f"state {d}")
+                       if self._try_write(sv, d, refs) is not None]
             if pairs is None or want[i]:
                 ok.append(i)
         if not ok:

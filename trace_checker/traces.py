@@ -202,10 +202,7 @@ def _bounds(obj: dict, path: str, line: int) -> BoundsRef | None:
 def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
     if obj.get("kind", "step") != "step":
         raise TraceMalformed(path, line, "kind", f"expected a step, got {_short(obj.get('kind'))}")
-    tid = obj.get("trace_id", h["trace_id"])
-    if tid != h["trace_id"]:
-        raise TraceMalformed(path, line, "trace_id", f"{_short(tid)} differs from the header's "
-                             f"{h['trace_id']!r}")
+    _same_trace_id(obj, h, path, line)
     idx = _need(obj, "step", int, path, line)
     if idx != expected:
         raise TraceMalformed(path, line, "step", f"step {idx} out of order, expected {expected}")
@@ -235,12 +232,17 @@ def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
     return Step(line, idx, action, params, state, t)
 
 
-def _footer(obj: dict, h: dict | None, written: int, path: str, line: int) -> None:
-    """The footer proves the trace complete: its step count must be the steps written."""
-    tid = obj.get("trace_id", h["trace_id"]) if h else None
-    if h and tid != h["trace_id"]:
+def _same_trace_id(obj: dict, h: dict, path: str, line: int) -> None:
+    """A step or footer line may repeat the header's trace_id, never name another."""
+    tid = obj.get("trace_id", h["trace_id"])
+    if tid != h["trace_id"]:
         raise TraceMalformed(path, line, "trace_id", f"{_short(tid)} differs from the header's "
                              f"{h['trace_id']!r}")
+
+
+def _footer(obj: dict, h: dict, written: int, path: str, line: int) -> None:
+    """The footer proves the trace complete: its step count must be the steps written."""
+    _same_trace_id(obj, h, path, line)
     n = _need(obj, "steps", int, path, line)
     if n != written:
         raise TraceMalformed(path, line, "steps", f"footer says {n} steps, the trace has "
