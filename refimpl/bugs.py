@@ -101,6 +101,18 @@ _BUGS += [
 ]
 
 
+# ---- KIP-966 liveness (caught by the simulator's online liveness check: faults_until_ms) -------
+_BUGS += [
+    PlantedBug(
+        "isr-expand-off-by-one", "elr",
+        "The leader proposes a follower for the ISR only when the follower's fetch offset is "
+        "beyond its own log end offset (> instead of >=, Kafka's isFollowerInSync), which never "
+        "happens: a replica that left the ISR never rejoins it, and with min ISR above the ISR "
+        "left the HWM stops.  Every step is a spec transition (not proposing is always "
+        "allowed): only liveness catches it (spec/ELR.tla IsrEventuallyReexpands).",
+        ("LeaderElectedAndReplicasCaughtUp",)),
+]
+
 class _Registry(Mapping[str, PlantedBug]):
     """`BUGS`: the bugs of `_BUGS` (all its sections, both protocols) by name."""
 

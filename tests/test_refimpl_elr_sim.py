@@ -94,7 +94,9 @@ BUG_RUNS = {
 
 
 def test_every_elr_bug_has_a_catching_run():
-    assert set(BUG_RUNS) == {b.name for b in bugs_for("elr")}
+    # liveness bugs are caught once the faults stop (tests/test_elr_liveness.py)
+    assert set(BUG_RUNS) == {b.name for b in bugs_for("elr")
+                             if b.caught_by != ("LeaderElectedAndReplicasCaughtUp",)}
 
 
 @pytest.mark.parametrize("bug", sorted(BUG_RUNS))

@@ -15,7 +15,10 @@ Stages, each reported in the summary (out/demo/summary.json):
                and the counterexample of REVIEW_DIAGRAM drawn as a message-sequence chart
                (out/demo/diagrams/NAME.svg)
   7. liveness  the refimpl's online liveness check per fault profile (faults stop, then a
-               leader must be elected and every replica catch up within the bound)
+               leader must be elected and every replica catch up within the bound), for
+               KIP-595 and for KIP-966 (a live leader, the full ISR, every HWM caught up, or
+               a partition offline by the election order's design), and the planted KIP-966
+               liveness bug isr-expand-off-by-one flagged
   8. reassign  KIP-642 (issue 12): a reassignment corpus under chaos (no invariant violated,
                reassignments completing: time to complete, epochs per reassignment), a corpus
                inside reassign-graph-grow's bounds validated against spec/KRaftReassign.tla
@@ -92,15 +95,27 @@ def _stage_simulate(out: Path, seeds: int, show: bool) -> dict:
 
 
 def _stage_liveness(seeds: int, show: bool) -> dict:
-    """KIP-595 liveness (issue 11): per default fault profile, `seeds` runs whose faults stop
-    at 20 s must recover within 15 s (refimpl/sim/liveness.py), with no invariant violated."""
+    """KIP-595 liveness (issue 11) and KIP-966 liveness: per default fault profile, `seeds`
+    runs whose faults stop at 20 s must recover within 15 s (refimpl/sim/liveness.py), with
+    no invariant violated; and the planted KIP-966 liveness bug (every step a spec transition)
+    must leave some run of the chaos profile unrecovered."""
     from refimpl.sim.faults import DEFAULT_PROFILES
     from refimpl.sim.liveness import liveness_profile
     t0 = time.monotonic()
-    rows = [liveness_profile(p, range(seeds)) for p in DEFAULT_PROFILES]
+    rows = [liveness_profile(p, range(seeds), protocol=proto)
+            for proto in ("kraft", "elr") for p in DEFAULT_PROFILES]
     ok = all(r["never_recovered"] == 0 and not r["safety_violations"] for r in rows)
-    return {"stage": "liveness", "ok": ok, "runs": rows,
+    planted = liveness_profile("chaos", range(max(seeds, 3)), bug=ELR_LIVENESS_BUG,
+                               protocol="elr")
+    flagged = planted["never_recovered"] > 0 and not planted["safety_violations"]
+    return {"stage": "liveness", "ok": ok and flagged, "runs": rows,
+            "planted": {"bug": ELR_LIVENESS_BUG, "seeds": planted["seeds"],
+                        "never_recovered": planted["never_recovered"], "flagged": flagged},
             "seconds": round(time.monotonic() - t0, 1)}
+
+
+# a KIP-966 liveness bug (refimpl/bugs.py) only the liveness check can catch
+ELR_LIVENESS_BUG = "isr-expand-off-by-one"
 
 
 # KIP-642: each planted reassignment bug (refimpl/bugs.py) must be flagged by the simulator's
@@ -337,9 +352,15 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
             elif s["stage"] == "liveness":
                 for r in s["runs"]:
                     rec = r["recovery_ms"]
-                    console.print(f"liveness {r['profile']}: {r['seeds']} runs, recovery after "
-                                  f"the faults p50 {rec['p50']} / max {rec['max']} ms, "
-                                  f"{r['never_recovered']} never recovered")
+                    off = (f", {r['offline_by_design']} offline by design"
+                           if "offline_by_design" in r else "")
+                    console.print(f"liveness {r['protocol']} {r['profile']}: {r['seeds']} runs, "
+                                  f"recovery after the faults p50 {rec['p50']} / max "
+                                  f"{rec['max']} ms, {r['never_recovered']} never recovered{off}")
+                pl = s["planted"]
+                console.print(f"liveness elr planted bug {pl['bug']}: {pl['never_recovered']} of "
+                              f"{pl['seeds']} chaos runs never recovered "
+                              f"({'flagged' if pl['flagged'] else 'NOT flagged'})")
                 console.print(f"liveness: {s['seconds']}s  {mark}")
             elif s["stage"] == "reassign":
                 mt, vd = s["metrics"], s["validate"]

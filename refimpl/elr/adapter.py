@@ -42,7 +42,7 @@ from typing import Any
 from refimpl.sim.protocol import (Envelope, Monitor, Persist, ProtocolAdapter, SetTimer,
                                   SimLimits, Transition, World)
 
-from . import spec_mapping
+from . import liveness, spec_mapping
 from .broker import FETCH_TIMER, HEARTBEAT_TIMER, HWM_CHECKPOINT_TIMER, ISR_TIMER, Broker
 from .client import Client
 from .config import config_from_bounds
@@ -165,6 +165,10 @@ class ELRAdapter(ProtocolAdapter):
         self._max_clients = max_client_requests
         self._power_losses = 0
         self.world: World | None = None
+        # liveness: (leader, leader epoch, HWM) when the faults stopped / when recovery's HWM
+        # target was fixed (recovered)
+        self._hwm_at_stop: tuple[str, int, int] | None = None
+        self._hwm_target: tuple[str, int, int] | None = None
         self._encoder = spec_mapping.StateEncoder(self.config)
 
     @property
@@ -488,6 +492,43 @@ class ELRAdapter(ProtocolAdapter):
     def _unclean_shutdowns(self) -> int:
         return sum(self.world.disks[b].get("ghost_unclean_shutdowns", 0)
                    for b in self.config.brokers)
+
+    # ---- liveness (refimpl/elr/liveness.py: spec/ELR.tla's properties) --------------------
+    def _bounded(self) -> bool:
+        c = self.config
+        return any(x is not None for x in (c.max_leader_epoch, c.max_partition_epoch,
+                                           c.max_broker_epoch))
+
+    def has_leader(self, world: World) -> bool:
+        return liveness.live_leader(self.config, world.states, world.up) is not None
+
+    def liveness_snapshot(self, world: World) -> None:
+        lid = liveness.live_leader(self.config, world.states, world.up)
+        self._hwm_at_stop = None if lid is None else (
+            lid, world.states[self.config.controller].partition.leader_epoch,
+            world.states[lid].hwm)
+
+    def liveness_properties(self, world: World) -> dict[str, str | None]:
+        return liveness.judge(self.config, world.states, world.up,
+                              self._hwm_at_stop)
+
+    def recovered(self, world: World) -> bool | None:
+        """liveness.settled, with the HWM target fixed when a live leader first has the full
+        ISR (a new leader epoch sets a new one).  None in bounded mode: MaxLeaderEpoch,
+        MaxPartitionEpoch and MaxBrokerEpoch may stop the protocol for good (the spec's
+        properties carry those bounds in their premises)."""
+        if self._bounded():
+            return None
+        c = self.config
+        lid = liveness.live_leader(c, world.states, world.up)
+        p = world.states[c.controller].partition
+        t = self._hwm_target
+        if lid is None or p.isr != frozenset(c.brokers):
+            if lid is None:
+                self._hwm_target = t = None
+        elif t is None or t[:2] != (lid, p.leader_epoch):
+            self._hwm_target = t = (lid, p.leader_epoch, world.states[lid].hwm)
+        return liveness.settled(c, world.states, world.up, None if t is None else t[2])
 
     # ---- observation ------------------------------------------------------------------
     def after_step(self, world: World, node: str | None, action: str) -> None:

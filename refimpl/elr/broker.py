@@ -461,7 +461,9 @@ class Broker:
                                "fetchOffset": req.fetch_offset},
                        sends=(self._env(s, src, resp),) + acks)
         live = md.live(req.replica_id)
-        if (req.replica_id in s.maximal_isr or not self._may_propose(s) or not caught_up
+        in_sync = (req.fetch_offset > s.log.end_offset
+                   if bug_enabled(self.bug, "isr-expand-off-by-one") else caught_up)
+        if (req.replica_id in s.maximal_isr or not self._may_propose(s) or not in_sync
                 or live is None or live[1] != req.replica_broker_epoch
                 or req.fetch_offset < max(s.hwm, s.leader_epoch_start_offset)):
             return t
