@@ -194,7 +194,7 @@ def _changed_nodes(prev: Mapping, state: Mapping) -> set[str]:
 
 
 def _obligations(state: Mapping, i: str, voters: set[str], max_epoch: int | None) -> list:
-    """The timer obligations of node i after a step (KRaft.tla's variable names); `voters`:
+    r"""The timer obligations of node i after a step (KRaft.tla's variable names); `voters`:
     the voters i acts on (KRaft.tla VotersOf(i)).  Timeout needs i \in VotersOf(i) (an
     observer has no election timer); the leader progress timeout counts a majority of them."""
     role, epoch = state["role"].get(i), state["currentEpoch"].get(i)
