@@ -29,16 +29,36 @@ def live(cfg: ElrConfig, profile: str, seed: int, until: int = 20_000) -> tuple:
 
 @pytest.mark.parametrize("profile", DEFAULT_PROFILES)
 def test_correct_partition_recovers_in_every_profile(profile):
-    for strategy in (BALANCED, AGGRESSIVE):
-        a, r = live(ElrConfig(strategy=strategy), profile, 0)
-        assert r.end_reason == "recovered", (strategy, r.violations, r.liveness)
+    # several seeds: a property must not be reported stuck at the moment of recovery
+    for strategy, seed in ((s, seed) for s in (BALANCED, AGGRESSIVE) for seed in range(3)):
+        a, r = live(ElrConfig(strategy=strategy), profile, seed)
+        assert r.end_reason == "recovered", (strategy, seed, r.violations, r.liveness)
         assert r.violations == []
         assert r.liveness["verdict"] == "recovered"
         assert set(r.liveness["properties"]) == set(liveness.PROPERTIES)
-        assert all(v == "ok" for v in r.liveness["properties"].values())
+        assert all(v == "ok" for v in r.liveness["properties"].values()), (seed, r.liveness)
         p = a.world.states[a.config.controller].partition
-        # recovered, not offline: a live leader and every replica back in the ISR
+        # recovered, not offline: a live leader, every replica back in the ISR, and every
+        # replica's HWM at the leader's log end of the moment the ISR was full again
         assert p.leader != NO_LEADER and p.isr == frozenset(a.config.brokers)
+        target = a._hwm_target[2]
+        assert all(a.world.states[b].hwm >= target for b in a.config.brokers)
+        # the target is taken after the faults stopped, never at Init
+        assert r.liveness["recovered_ms"] is not None
+
+
+def test_a_high_watermark_that_never_moves_is_not_recovery(monkeypatch):
+    """A leader whose HWM rule never advances (every other step correct) leaves the
+    partition unrecovered, with HwmEventuallyAdvances failing: the recovery target is the
+    leader's log end offset, not its (stuck) HWM."""
+    from refimpl.elr import rules
+    monkeypatch.setattr(rules, "next_high_watermark", lambda hwm, *a, **k: hwm)
+    for profile in ("none", "chaos"):
+        _, r = live(ElrConfig(), profile, 0)
+        assert r.liveness["verdict"] == "not_recovered", profile
+        assert [v["invariant"] for v in r.violations] == [LIVENESS]
+        assert "failing: HwmEventuallyAdvances" in r.violations[0]["detail"]
+        assert "its HWM is still" in r.liveness["properties"][liveness.HWM_ADVANCES]
 
 
 def test_strategy_none_may_end_offline_by_design_and_that_is_not_a_failure():
@@ -87,9 +107,13 @@ def test_offline_by_design_follows_the_election_order():
     # an unfenced ELR member is electable: never offline by design
     elr = dict(empty, elr=frozenset({"b2"}))
     assert liveness.offline_by_design(none, {"ctrl": _ctrl(none, **elr)}) is None
-    # pre-KIP-966 (no ELR), not Aggressive: wait for an ISR member
+    # pre-KIP-966 (no ELR): the ISR never empties (IsrNonEmptyWithoutElr), so an empty ISR
+    # with every replica unfenced is a bug, never offline by design (nor is a phase-1
+    # partition whose LastKnownLeader is lost: it is set whenever the last ISR member leaves)
     off = ElrConfig(elr_enabled=False, strategy=BALANCED)
-    assert liveness.offline_by_design(off, {"ctrl": _ctrl(off, **empty)}) == "WaitForIsr"
+    assert liveness.offline_by_design(off, {"ctrl": _ctrl(off, **empty)}) is None
+    ph1 = ElrConfig(manager_enabled=False, strategy=BALANCED)
+    assert liveness.offline_by_design(ph1, {"ctrl": _ctrl(ph1, **empty)}) is None
     # a fenced broker: the partition may still recover when it comes back
     s = _ctrl(none, **empty)
     regs = tuple(replace(r, fenced=r.broker_id == "b3") for r in s.registrations)
@@ -103,6 +127,15 @@ def test_judge_names_a_stuck_elr_election():
     assert out[liveness.ELR_ELECTED] == ("the ISR is empty and ELR member(s) b2 are unfenced, "
                                          "but no leader is elected")
     assert out[liveness.HWM_ADVANCES] is None and out[liveness.ISR_REEXPANDS] is None
+
+
+def test_adapter_reused_for_a_second_run_starts_its_liveness_afresh():
+    a = ELRAdapter(ElrConfig())
+    r1 = Simulator(a, 0, get_profile("chaos"), 10_000_000, trace=False,
+                   faults_until_ms=20_000, stop_when_recovered=True).run()
+    r2 = Simulator(a, 0, get_profile("chaos"), 10_000_000, trace=False,
+                   faults_until_ms=20_000, stop_when_recovered=True).run()
+    assert r1.liveness == r2.liveness and r1.liveness["verdict"] == "recovered"
 
 
 def test_bounded_runs_are_not_judged():

@@ -165,10 +165,7 @@ class ELRAdapter(ProtocolAdapter):
         self._max_clients = max_client_requests
         self._power_losses = 0
         self.world: World | None = None
-        # liveness: (leader, leader epoch, HWM) when the faults stopped / when recovery's HWM
-        # target was fixed (recovered)
-        self._hwm_at_stop: tuple[str, int, int] | None = None
-        self._hwm_target: tuple[str, int, int] | None = None
+        self._reset_liveness()
         self._encoder = spec_mapping.StateEncoder(self.config)
 
     @property
@@ -253,6 +250,7 @@ class ELRAdapter(ProtocolAdapter):
         registered): every broker holds its broker epoch, unfenced, every broker in the ISR and
         the first broker the leader in leader epoch 1 (spec Init)."""
         self._power_losses = 0
+        self._reset_liveness()
         c = self.config
         ctrl = self.controller.initial_registered()
         states: dict[str, Any] = {c.controller: ctrl, c.producer: self.client.initial()}
@@ -502,32 +500,53 @@ class ELRAdapter(ProtocolAdapter):
     def has_leader(self, world: World) -> bool:
         return liveness.live_leader(self.config, world.states, world.up) is not None
 
+    def _reset_liveness(self) -> None:
+        # liveness (set once the faults stop, liveness_snapshot): whether they have stopped;
+        # the HWM watch (leader, leader epoch, HWM, log end offset) of the live leader when
+        # first seen since (HwmEventuallyAdvances); the recovery target (leader, leader epoch,
+        # the log end offset every replica's HWM must reach)
+        self._stopped = False
+        self._hwm_watch: tuple[str, int, int, int] | None = None
+        self._hwm_target: tuple[str, int, int] | None = None
+
+    def _watch(self, world: World, lid: str | None) -> None:
+        if lid is None:
+            return
+        epoch = world.states[self.config.controller].partition.leader_epoch
+        w = self._hwm_watch
+        if w is None or w[:2] != (lid, epoch):
+            ls = world.states[lid]
+            self._hwm_watch = (lid, epoch, ls.hwm, ls.log.end_offset)
+
     def liveness_snapshot(self, world: World) -> None:
-        lid = liveness.live_leader(self.config, world.states, world.up)
-        self._hwm_at_stop = None if lid is None else (
-            lid, world.states[self.config.controller].partition.leader_epoch,
-            world.states[lid].hwm)
+        self._reset_liveness()
+        self._stopped = True
+        self._watch(world, liveness.live_leader(self.config, world.states, world.up))
 
     def liveness_properties(self, world: World) -> dict[str, str | None]:
-        return liveness.judge(self.config, world.states, world.up,
-                              self._hwm_at_stop)
+        return liveness.judge(self.config, world.states, world.up, self._hwm_watch)
 
     def recovered(self, world: World) -> bool | None:
-        """liveness.settled, with the HWM target fixed when a live leader first has the full
-        ISR (a new leader epoch sets a new one).  None in bounded mode: MaxLeaderEpoch,
+        """liveness.settled once the faults have stopped (False before: the simulator's
+        probe at Init must not fix a target).  The target is the leader's log end offset when
+        a live leader first has the full ISR after the faults stopped (a new leader or leader
+        epoch sets a new one): the full ISR meets any min ISR, so those records must be
+        committed, and every replica must learn it.  None in bounded mode: MaxLeaderEpoch,
         MaxPartitionEpoch and MaxBrokerEpoch may stop the protocol for good (the spec's
         properties carry those bounds in their premises)."""
         if self._bounded():
             return None
+        if not self._stopped:
+            return False
         c = self.config
         lid = liveness.live_leader(c, world.states, world.up)
+        self._watch(world, lid)
         p = world.states[c.controller].partition
         t = self._hwm_target
-        if lid is None or p.isr != frozenset(c.brokers):
-            if lid is None:
-                self._hwm_target = t = None
-        elif t is None or t[:2] != (lid, p.leader_epoch):
-            self._hwm_target = t = (lid, p.leader_epoch, world.states[lid].hwm)
+        if lid is None:
+            self._hwm_target = t = None
+        elif p.isr == frozenset(c.brokers) and (t is None or t[:2] != (lid, p.leader_epoch)):
+            self._hwm_target = t = (lid, p.leader_epoch, world.states[lid].log.end_offset)
         return liveness.settled(c, world.states, world.up, None if t is None else t[2])
 
     # ---- observation ------------------------------------------------------------------

@@ -12,12 +12,13 @@ the brokers' states; the same names as the spec's properties (ELR.tla "LIVENESS"
   replica outside the ISR of a running leader rejoins the ISR.
 
 Recovery (`settled`) is what a partition owes once the faults stop and every broker is back: a
-leader that knows it leads, every replica in the ISR and every replica's HWM at the leader's
-(Kafka's tests wait for the same: a leader and the ISR back to full).  A partition the election
-order leaves leaderless on purpose is settled too: KIP-966 §"Unclean recovery" order 4c ("None:
-... wait for the user"), the pre-KIP-966 behaviour without ELR (no unclean election: wait for an
-ISR member), and the Balanced phase-1 wait for the LastKnownLeader; no property's premise holds
-there, and `offline_by_design` names the case.
+leader that knows it leads, every replica in the ISR, and every replica's HWM at the leader's
+log end offset of the moment the ISR was full again (those records must be committed and every
+replica must learn it; Kafka's tests wait for the same: a leader, the ISR back to full, the
+replicas at the HWM).  A partition the election order leaves leaderless on purpose is settled
+too: KIP-966 §"Unclean recovery" order 4c ("None: ... wait for the user"), once every ISR and
+ELR member has stopped uncleanly; no property's premise holds there, and `offline_by_design`
+names the case.
 """
 
 from __future__ import annotations
@@ -37,9 +38,13 @@ HWM_ADVANCES = "HwmEventuallyAdvances"
 ISR_REEXPANDS = "IsrEventuallyReexpands"
 PROPERTIES = (ELR_ELECTED, BALANCED_ELECTS, HWM_ADVANCES, ISR_REEXPANDS)
 
-# rules.recovery_decision's outcomes that leave a partition leaderless until an operator (or a
-# replica that will not come back) acts, when every replica is running and unfenced
-OFFLINE_DECISIONS = frozenset({"WaitForOperator", "WaitForIsr", "WaitForLastKnownLeader"})
+# rules.recovery_decision's outcomes that leave a partition leaderless on purpose when every
+# replica is running and unfenced: KIP-966 order 4c only.  (With every replica unfenced the
+# other waits cannot be legitimate: without ELR the ISR never empties (spec
+# IsrNonEmptyWithoutElr), and the phase-1 LastKnownLeader is set whenever the last ISR member
+# leaves and cleared only by an election, so it is a candidate; such a state is a bug, and
+# it is reported as not recovered.)
+OFFLINE_DECISIONS = frozenset({"WaitForOperator"})
 
 
 def live_leader(config: ElrConfig, states: Mapping[str, Any], up: Mapping[str, bool]
@@ -79,8 +84,9 @@ def offline_by_design(config: ElrConfig, states: Mapping[str, Any]) -> str | Non
 def settled(config: ElrConfig, states: Mapping[str, Any], up: Mapping[str, bool],
             target_hwm: int | None) -> bool:
     """Every broker runs and is unfenced, and either the partition is offline by design or a
-    live leader has every replica in its ISR and every replica (in its epoch) has reached
-    `target_hwm` (the leader's HWM when it was first so: the workload keeps appending)."""
+    live leader has every replica in its ISR and every replica (in its epoch) has an HWM of
+    at least `target_hwm` (the adapter fixes it: the leader's log end offset when the ISR was
+    first full again; the workload keeps appending)."""
     cs = states[config.controller]
     if not all(up.get(b) for b in config.brokers) or cs.unfenced != frozenset(config.brokers):
         return False
@@ -95,11 +101,12 @@ def settled(config: ElrConfig, states: Mapping[str, Any], up: Mapping[str, bool]
 
 
 def judge(config: ElrConfig, states: Mapping[str, Any], up: Mapping[str, bool],
-          hwm_at_stop: tuple[str, int, int] | None) -> dict[str, str | None]:
+          hwm_watch: tuple[str, int, int, int] | None) -> dict[str, str | None]:
     """For each property, None if its premise does not hold now (or it held and was met),
-    else why the partition is stuck.  `hwm_at_stop`: (leader, leader epoch, HWM) when the
-    faults stopped; HwmEventuallyAdvances fails when that leader still leads that epoch, could
-    advance and has not moved its HWM since."""
+    else why the partition is stuck.  `hwm_watch`: (leader, leader epoch, HWM, log end
+    offset) of the live leader when first seen after the faults stopped; HwmEventuallyAdvances
+    fails when that leader still leads that epoch, could advance (its ISR meets min ISR) and
+    its HWM has not passed the HWM it had then, although it held records above it then."""
     cs = states[config.controller]
     p = cs.partition
     unfenced = cs.unfenced
@@ -118,9 +125,9 @@ def judge(config: ElrConfig, states: Mapping[str, Any], up: Mapping[str, bool],
     lid = live_leader(config, states, up)
     if lid is not None:
         ls = states[lid]
-        if (hwm_at_stop is not None and hwm_at_stop[:2] == (lid, p.leader_epoch)
+        if (hwm_watch is not None and hwm_watch[:2] == (lid, p.leader_epoch)
                 and len(p.isr) >= cs.eff_min_isr and ls.hwm < ls.log.end_offset
-                and ls.hwm <= hwm_at_stop[2]):
+                and ls.hwm <= hwm_watch[2] < hwm_watch[3]):
             out[HWM_ADVANCES] = (f"leader {lid} has records up to {ls.log.end_offset} and an ISR "
                                  f"of {len(p.isr)} >= min ISR {cs.eff_min_isr}, but its HWM is "
                                  f"still {ls.hwm}")
