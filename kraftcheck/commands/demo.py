@@ -94,6 +94,10 @@ def _stage_simulate(out: Path, seeds: int, show: bool) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+# a KIP-966 liveness bug (refimpl/bugs.py) only the liveness check can catch
+ELR_LIVENESS_BUG = "isr-expand-off-by-one"
+
+
 def _stage_liveness(seeds: int, show: bool) -> dict:
     """KIP-595 liveness (issue 11) and KIP-966 liveness: per default fault profile, `seeds`
     runs whose faults stop at 20 s must recover within 15 s (refimpl/sim/liveness.py), with
@@ -112,10 +116,6 @@ def _stage_liveness(seeds: int, show: bool) -> dict:
             "planted": {"bug": ELR_LIVENESS_BUG, "seeds": planted["seeds"],
                         "never_recovered": planted["never_recovered"], "flagged": flagged},
             "seconds": round(time.monotonic() - t0, 1)}
-
-
-# a KIP-966 liveness bug (refimpl/bugs.py) only the liveness check can catch
-ELR_LIVENESS_BUG = "isr-expand-off-by-one"
 
 
 # KIP-642: each planted reassignment bug (refimpl/bugs.py) must be flagged by the simulator's

@@ -73,6 +73,15 @@ class ControllerState:
     def reply(self, b: str) -> rules.LogInfo | None:
         return next((r for r in self.replies if r.broker_id == b), None)
 
+    def reply_valid(self, r: rules.LogInfo) -> bool:
+        """A fresh reply (rules.reply_is_fresh) from a broker still unfenced."""
+        reg = self.registration(r.broker_id)
+        return reg is not None and not reg.fenced and rules.reply_is_fresh(
+            r, reg.broker_epoch, self.partition.leader_epoch)
+
+    def valid_replies(self) -> tuple[rules.LogInfo, ...]:
+        return tuple(r for r in self.replies if self.reply_valid(r))
+
     def live_brokers(self) -> frozenset[tuple[str, int, int]]:
         return frozenset((r.broker_id, r.broker_epoch, r.fence_epoch)
                          for r in self.registrations if not r.fenced)
@@ -272,7 +281,7 @@ class Controller:
 
     def _has_valid_reply(self, s: ControllerState, b: str) -> bool:
         r = s.reply(b)
-        return r is not None and self._reply_valid(s, r)
+        return r is not None and s.reply_valid(r)
 
     def _commit(self, s0: ControllerState, s: ControllerState, action: str, params: dict,
                 reply=(), timers: tuple = (), sends: tuple[Envelope, ...] = ()) -> Transition:
@@ -518,7 +527,7 @@ class Controller:
             return None
         info = rules.LogInfo(resp.broker_id, resp.broker_epoch, resp.last_written_leader_epoch,
                              resp.current_leader_epoch, resp.log_end_offset)
-        if not self._reply_valid(s, info):
+        if not s.reply_valid(info):
             return Transition(state=s, action="RejectGetReplicaLogInfoResponse",
                               params={"broker": resp.broker_id})
         order = self.config.brokers
@@ -538,13 +547,6 @@ class Controller:
         return e if e is not None else Transition(state=s, action="UncleanRecoveryTimeout",
                                                   params={})
 
-    @staticmethod
-    def _reply_valid(s: ControllerState, r: rules.LogInfo) -> bool:
-        """A fresh reply (rules.reply_is_fresh) from a broker still unfenced."""
-        reg = s.registration(r.broker_id)
-        return reg is not None and not reg.fenced and rules.reply_is_fresh(
-            r, reg.broker_epoch, s.partition.leader_epoch)
-
     def _recovery_election(self, s: ControllerState) -> Transition | None:
         """The unclean recovery's election, once the strategy (rules.recovery_can_elect) and
         the timing (rules.recovery_timing_allows) allow it and MaxLeaderEpoch is not reached:
@@ -554,7 +556,7 @@ class Controller:
         c = self.config
         if c.max_leader_epoch is not None and p.leader_epoch >= c.max_leader_epoch:
             return None
-        valid = tuple(r for r in s.replies if self._reply_valid(s, r))
+        valid = s.valid_replies()
         replied = frozenset(r.broker_id for r in valid)
         fixed = s.eff_min_isr if bug_enabled(self.bug, "balanced-fixed-replies") else None
         unfenced_replicas = s.unfenced & frozenset(p.replicas)

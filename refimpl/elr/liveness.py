@@ -115,10 +115,7 @@ def judge(config: ElrConfig, states: Mapping[str, Any], up: Mapping[str, bool],
         out[ELR_ELECTED] = (f"the ISR is empty and ELR member(s) {', '.join(sorted(p.elr & unfenced))}"
                             " are unfenced, but no leader is elected")
     if p.leader == NO_LEADER and config.strategy == BALANCED and cs.recovery is not None:
-        repliers = frozenset(r.broker_id for r in cs.replies
-                             if rules.reply_is_fresh(r, _epoch(cs, r.broker_id),
-                                                     p.leader_epoch))
-        repliers &= unfenced
+        repliers = frozenset(r.broker_id for r in cs.valid_replies())
         if repliers and p.last_known_elr <= repliers:
             out[BALANCED_ELECTS] = (f"every LastKnownELR member ({', '.join(sorted(p.last_known_elr)) or 'none'}) "
                                     "has replied, but the Balanced recovery elected no leader")
@@ -137,8 +134,3 @@ def judge(config: ElrConfig, states: Mapping[str, Any], up: Mapping[str, bool],
             out[ISR_REEXPANDS] = (f"{', '.join(outside)} run(s) unfenced outside the ISR "
                                   f"{{{', '.join(sorted(p.isr))}}} of leader {lid}")
     return out
-
-
-def _epoch(cs: Any, b: str) -> int | None:
-    reg = cs.registration(b)
-    return None if reg is None else reg.broker_epoch
