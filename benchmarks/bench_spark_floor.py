@@ -8,6 +8,9 @@ scan alone, in three levels, each a full pass over the corpus written to Spark's
   text       spark.read.text: the lines, no parsing
   from_json  the lines parsed with the job's explicit schema (schema.LINE), as ingest does
   keyed      + the 128-bit xxhash64 key of each state's text (ingest.STATE_KEY's work)
+  no_state   the lines parsed with schema.LINE minus `state` (Jackson still reads the state's
+             tokens to skip them, but copies nothing): what parsing costs when the state text
+             is neither kept nor hashed
 
 With --tables, two more levels give the floor of a job that writes the same tables:
 
@@ -109,7 +112,9 @@ def main(argv=None) -> int:
     done = Path(a.corpus) / "DONE"      # bench_spark.py's corpora record their event count
     events = int(done.read_text()) if done.is_file() else _count_events(files)
     from pyspark.sql import functions as F
+    from pyspark.sql import types as T
 
+    no_state = T.StructType([f for f in LINE.fields if f.name != "state"])
     spark = get_session(a.master, app_name="kraftcheck-floor", driver_memory=a.driver_memory)
     levels = {
         "text": lambda df: df,
@@ -117,6 +122,7 @@ def main(argv=None) -> int:
         "keyed": lambda df: (df.select(F.from_json("value", LINE).alias("j"))
                              .select("j.*", F.xxhash64("j.state").alias("k1"),
                                      F.xxhash64(F.lit("kraftcheck"), "j.state").alias("k2"))),
+        "no_state": lambda df: df.select(F.from_json("value", no_state).alias("j")).select("j.*"),
     }
     spark.read.text(files[0]).limit(1000).write.format("noop").mode("overwrite").save()  # warm-up
     rows = []
