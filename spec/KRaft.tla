@@ -199,6 +199,12 @@ ElectorateOf(i) == IF BugObserverVotes THEN Server ELSE VotersOf(i)
 IsElectionQuorumOf(i, S) ==
     Cardinality(S \cap ElectorateOf(i)) * 2 > Cardinality(MajorityVotersOf(i))
 
+\* Whether replica j casts votes at all: only if it is in its own electorate
+\* (KIP-595 §"Key Concepts": observers "do not vote").  A hook, like
+\* VotersOf: tlc_configs/reassign-finding-cure-any-replica-votes substitutes
+\* KRaftReassign's AnyReplicaVotes for it (docs/spec-reassignment.md).
+GrantsVotes(j) == j \in ElectorateOf(j)
+
 \* The same for the bootstrap voters (kept for modules that compose this one).
 Electorate == IF BugObserverVotes THEN Server ELSE Voters
 IsElectionQuorum(S) ==
@@ -659,7 +665,7 @@ HandleVoteRequest(m) ==
                             \/ /\ voted = Nil
                                /\ leader = Nil
                                /\ ~VoteFromNonVoter(m)
-                               /\ j \in ElectorateOf(j)
+                               /\ GrantsVotes(j)
                                /\ \/ BugNoLogUpToDateCheck
                                   \/ IsUpToDate(m.lastOffsetEpoch, m.lastOffset, log[j])
                   newVote == IF grant THEN c ELSE voted

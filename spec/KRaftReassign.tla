@@ -717,6 +717,61 @@ VotesOnlyForVoters ==
 HighWatermarkMonotonic == K!HighWatermarkMonotonic
 
 (***************************************************************************)
+(* Availability: the quorum can still elect a leader.                     *)
+(* Without a leader no log changes: only a leader appends, and only its   *)
+(* Fetch responses change a follower's log.  A replica's vote depends on   *)
+(* its log alone: KIP-595 §"Vote Request Handling" (the log comparison),   *)
+(* §"Key Concepts" (observers "do not vote"), and KIP-642 §"Reassignment  *)
+(* Algorithm" ("Each voter must act on the information they have in their *)
+(* own log when deciding whether to grant votes ... Voters must reject     *)
+(* votes from non-voters").  So once no replica leads, no Fetch response   *)
+(* is in flight and no replica can gather the votes of a majority of its   *)
+(* own voter set, no leader is ever elected again, whatever the timers,    *)
+(* restarts and the network do: the quorum is unavailable for good.        *)
+(***************************************************************************)
+
+\* Replica j would grant c its vote in a fresh epoch.
+WouldGrantVote(j, c) ==
+    /\ role[j] # "Shutdown"
+    /\ K!GrantsVotes(j)
+    /\ ~ReassignVoteFromNonVoter([src |-> c, dest |-> j])
+    /\ IsUpToDate(LastEpoch(log[c]), Len(log[c]), log[j])
+
+\* The replicas whose votes c has or could get: itself, those that would
+\* grant, and (a candidate) the votes granted in its epoch, counted or in
+\* flight.
+Supporters(c) ==
+    {c} \cup {j \in Server \ {c} : WouldGrantVote(j, c)}
+        \cup (IF role[c] = "Candidate"
+              THEN votesGranted[c] \cup
+                   {m.src : m \in {x \in BagToSet(msgs) :
+                                     /\ x.type = "VoteResponse" /\ x.dest = c
+                                     /\ x.voteGranted /\ x.epoch = currentEpoch[c]}}
+              ELSE {})
+
+\* c stands in elections (a voter by its own log) and could win one.
+CouldBeElected(c) ==
+    /\ role[c] # "Shutdown"
+    /\ c \in voterSet[c]
+    /\ K!IsElectionQuorumOf(c, Supporters(c))
+
+QuorumCanStillElectALeader ==
+    \/ \E i \in Server : role[i] = "Leader"
+    \/ \E m \in BagToSet(msgs) : m.type = "FetchResponse"
+    \/ \E c \in Server : CouldBeElected(c)
+
+(***************************************************************************)
+(* The cure (tlc_configs/reassign-finding-cure-any-replica-votes): every   *)
+(* replica answers a VoteRequest on its merits whatever its own voter set  *)
+(* says, as Raft's servers do (Ongaro's dissertation, ch. 4: a server      *)
+(* handles requests without consulting its configuration).  The candidate  *)
+(* still asks and counts only the voters of its own set, and a voter still *)
+(* rejects a candidate that is not in its set.  Substituted for KRaft.tla's *)
+(* GrantsVotes hook; no configuration of the draft as written uses it.     *)
+(***************************************************************************)
+AnyReplicaVotes(j) == TRUE
+
+(***************************************************************************)
 (*                              LIVENESS                                   *)
 (* Once the network stops losing and duplicating messages, a requested     *)
 (* reassignment eventually completes: a committed VoterAssignment has      *)

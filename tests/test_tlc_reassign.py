@@ -191,3 +191,36 @@ def test_bootstrap_record_is_only_in_the_reassignment_module():
     assert "EpochStartRecords(l, e) == << [epoch |-> e, value |-> LeaderChange] >>" in kraft
     for path in (REPO / "tlc_configs").glob("kraft-*.cfg"):
         assert "EpochStartRecords" not in path.read_text(encoding="utf-8"), path.name
+
+
+@pytest.mark.tlc
+@config_group("reassign-finding-observer-vote-deadlock")
+def test_observer_vote_deadlock_counterexample(tlc_toolchain):
+    """The availability finding: growing {n1} -> {n1, n2}, n1 appends "CurrentVoters = {n1, n2}"
+    and acts on it at once (step 4), then stops leading before n2 fetched it.  n1 needs n2's
+    vote; n2, an observer by its own log, never votes; no Fetch response is in flight, so no
+    log can change again: no leader is ever elected."""
+    r = manifest_run("reassign-finding-observer-vote-deadlock")
+    assert r.violated == "QuorumCanStillElectALeader"
+    steps = r.counterexample
+    last = steps[-1].state
+    assert "Leader" not in last["role"].values()
+    assert last["voterSet"]["n1"] == {"n1", "n2"} and last["voterSet"]["n2"] == {"n1"}
+    added = last["log"]["n1"][-1]
+    assert added["currentVoters"] == {"n1", "n2"} and len(last["log"]["n2"]) < len(last["log"]["n1"])
+    assert not any(m["type"] == "FetchResponse" for m in last["msgs"])
+    assert "AddVoter" in [s.action for s in steps]
+    assert steps[-1].action in ("LeaderProgressTimeout", "Restart")
+
+
+def test_the_vote_hook_keeps_kip_595_and_the_draft_as_written():
+    """KRaft.tla's GrantsVotes hook is KIP-595's rule (observers do not vote); only the cure's
+    configs substitute KRaftReassign's AnyReplicaVotes for it."""
+    kraft = (REPO / "spec" / "KRaft.tla").read_text(encoding="utf-8")
+    assert "GrantsVotes(j) == j \\in ElectorateOf(j)" in kraft
+    for path in (REPO / "tlc_configs").glob("*.cfg"):
+        subs = parse_cfg(path).substitutions
+        if "cure-any-replica-votes" in path.name:
+            assert subs["GrantsVotes"].replace(" ", "") == "[KRaft]AnyReplicaVotes", path.name
+        else:
+            assert "GrantsVotes" not in subs, path.name

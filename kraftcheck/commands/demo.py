@@ -22,7 +22,9 @@ Stages, each reported in the summary (out/demo/summary.json):
   8. reassign  KIP-642 (issue 12): a reassignment corpus under chaos (no invariant violated,
                reassignments completing: time to complete, epochs per reassignment), a corpus
                inside reassign-graph-grow's bounds validated against spec/KRaftReassign.tla
-               (full-graph mode), and each planted reassignment bug flagged within 50 seeds
+               (full-graph mode), each planted reassignment bug flagged within 50 seeds,
+               and the draft's availability finding (reassign-finding-observer-vote-deadlock:
+               a growing quorum that can never elect a leader again) found by TLC
   9. fail-closed  the checker's self-check (trace_checker/selfcheck.py): hostile variants of a
                trace of the kraft graph corpus (a header weakening the liveness judge, broken
                format rules, values TLC cannot hold or compare, steps of no spec action, a
@@ -123,6 +125,8 @@ def _stage_liveness(seeds: int, show: bool) -> dict:
 # The full benchmark (benchmarks/bench_reassign_detection.py) allows 1,000.
 REASSIGN_BUG_SEED_LIMIT = 50
 REASSIGN_GRAPH = "reassign-graph-grow"
+# The draft's availability finding: a growing quorum that can never elect a leader again.
+REASSIGN_FINDING = "reassign-finding-observer-vote-deadlock"
 
 
 def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
@@ -161,9 +165,17 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
                                    REASSIGN_BUG_SEED_LIMIT, get_profile("chaos"), 2000)
         bugs.append({"bug": planted.name, "seed": first[0] if first else None,
                      "flagged_by": first[1] if first else None})
+    # the draft's availability finding must still be found (docs/spec-reassignment.md §4); its
+    # cure runs with the ci profile in the tlc stage
+    found = run_entries([e for e in load_manifest() if e.name == REASSIGN_FINDING],
+                        show_progress=False, jobs=1)
+    finding = {"config": REASSIGN_FINDING, "violated": found[0].violated if found else None,
+               "depth": found[0].depth if found else None,
+               "ok": bool(found) and found[0].as_expected}
     ok = (violations == 0 and metrics["completed"] > 0 and bool(v.get("ok"))
-          and all(b["flagged_by"] for b in bugs))
+          and all(b["flagged_by"] for b in bugs) and finding["ok"])
     return {"stage": "reassign", "ok": ok, "traces": len(m["traces"]) + len(g["traces"]),
+            "finding": finding,
             "invariant_violations": violations, "metrics": metrics,
             "validate": {"config": REASSIGN_GRAPH, "mode": v.get("mode"),
                          "counts": v.get("counts"), "ok": bool(v.get("ok"))},
@@ -374,6 +386,10 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                     f"{b['bug']} at seed {b['seed']} by {b['flagged_by']}"
                     if b["flagged_by"] else f"{b['bug']} NOT flagged in "
                     f"{REASSIGN_BUG_SEED_LIMIT} seeds" for b in s["bugs"]))
+                fd = s["finding"]
+                console.print(f"reassign: finding {fd['config']}: "
+                              + (f"{fd['violated']} violated at depth {fd['depth']} (found)"
+                                 if fd["ok"] else "NOT found as the manifest expects"))
                 console.print(f"reassign: {s['seconds']}s  {mark}")
             elif s["stage"] == "fail-closed":
                 console.print(f"fail-closed: {s['as_expected']}/{s['cases']} hostile variants "
