@@ -234,8 +234,8 @@ def state_table(spark: SparkSession, files: list[str], lines: DataFrame,
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
     """(protocol, action) of every known action, or None when no protocol has a vocabulary.
-    A protocol without one (not kraft or elr, and no graph of it) is not judged: its actions
-    are all accepted."""
+    A protocol without one (not kraft, elr or reassign, and no graph of it) is not judged: its
+    actions are all accepted."""
     rows = [(p, a) for p in protocols for a in sorted(known_actions(p) | extra.get(p, set()))]
     if not rows:
         return None
@@ -253,7 +253,8 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     out/bad_rows."""
     say = say or (lambda _m: None)
     extra = extra_actions or {}
-    common = set().union(*(known_actions(p) for p in ("kraft", "elr")), *extra.values())
+    common = set().union(*(known_actions(p) for p in ("kraft", "elr", "reassign")),
+                         *extra.values())
     say("parsing lines (one scan of the input)")
     # the two scans (state_table's picks lines by position) must split the files alike: the
     # split size depends on the cluster's cores unless this is set, so pin it for the run

@@ -11,7 +11,7 @@ from kraftcore.paths import SPEC_DIR
 
 __all__ = ["known_actions", "SPEC_MODULES"]
 
-SPEC_MODULES = {"kraft": "KRaft", "elr": "ELR"}
+SPEC_MODULES = {"kraft": "KRaft", "elr": "ELR", "reassign": "KRaftReassign"}
 
 
 def _spec_actions(module: str) -> set[str]:
@@ -30,6 +30,10 @@ def _refimpl_actions(protocol: str) -> set[str]:
     if protocol == "kraft":
         from refimpl.kraft import spec_mapping as m
         return set(m.ACTION_NAMES.values()) | set(m.NETWORK_ACTIONS.values())
+    if protocol == "reassign":
+        from refimpl.kraft import reassign_mapping as rm
+        from refimpl.kraft import spec_mapping as m
+        return set(rm.ACTION_NAMES.values()) | set(m.NETWORK_ACTIONS.values())
     if protocol == "elr":
         from refimpl.elr import spec_mapping as m
         return set(m.ACTION_MAP.values()) | {"Stutter", "Crash"} | {

@@ -105,7 +105,8 @@ def test_leader_adds_a_caught_up_observer_only_after_the_target_is_committed():
     assert N.reassign_step(s) is None                        # target not committed yet
     s = leader(log, 2)
     assert N.reassign_step(s) is None                        # n4 not caught up
-    s = replace(s, follower_end_offset=s.follower_end_offset.set("n4", 2))
+    s = replace(s, follower_end_offset=s.follower_end_offset.set("n4", 2),
+                caught_up_now=frozenset({"n4"}))               # fetched to the HWM just now
     t = N.handle_timer(s, REASSIGN)
     assert t.action == "AddVoter" and t.params == {"node": "n1", "nv": "n4"}
     assert t.state.voter_set == ("n1", "n2", "n3", "n4")    # acts on it at once
@@ -286,7 +287,8 @@ def test_a_change_of_the_leaders_voter_set_restarts_its_progress_timer():
     s = replace(one.initial_state("n1", "c"), role=Role.LEADER, epoch=1, leader_id="n1",
                 voted_id="n1", log=log, high_watermark=3, epoch_start_offset=1,
                 voter_set=("n1",))
-    s = replace(s, follower_end_offset=s.follower_end_offset.set("n2", 3))
+    s = replace(s, follower_end_offset=s.follower_end_offset.set("n2", 3),
+                caught_up_now=frozenset({"n2"}))
     t = one.handle_timer(s, REASSIGN)
     assert t.action == "AddVoter" and t.state.voter_set == ("n1", "n2")
     assert SetTimer(CHECK_QUORUM, one.cfg.fetch_timeout_ms) in t.timers
@@ -332,3 +334,70 @@ def test_a_voter_added_later_stands_for_a_non_voter_by_default():
                 log=log, voter_set=("n1", "n2", "n3", "n4"))
     t = N.handle_message(s, "n5", VoteRequest("c", 2, "n5", 1, 2))
     assert t.state.role is Role.CANDIDATE and t.state.epoch == 2
+
+
+def test_describe_quorum_reports_the_pending_target_voters():
+    """KIP-642 draft "DescribeQuorum" (TargetVoters, its new field): the pending target with
+    the leader's view of each replica's log end offset; null once the target is cleared, and
+    from a replica that does not lead."""
+    from kraftcore.values import Fn
+    log = (va(1, VOTERS), lc(1), va(2, VOTERS, ("n1", "n2", "n4")))
+    s = leader(log, 2, last_fetch_offset=Fn({"n2": 3, "n4": 1}))
+    d = N.describe_quorum(s)
+    assert d.error is Errors.NONE
+    assert [(r.replica_id, r.log_end_offset) for r in d.target_voters] == [
+        ("n1", 3), ("n2", 3), ("n4", 1)]
+    assert [r.replica_id for r in d.current_voters] == ["n1", "n2", "n3"]
+    assert [r.replica_id for r in d.observers] == ["n4"]          # not a voter yet
+    done = log + (va(2, ("n1", "n2", "n3", "n4"), ("n1", "n2", "n4")),
+                  va(2, ("n1", "n2", "n4"), ("n1", "n2", "n4")), va(2, ("n1", "n2", "n4")))
+    assert N.describe_quorum(leader(done, 6)).target_voters is None
+    assert N.describe_quorum(replace(s, role=Role.FOLLOWER)).target_voters is None
+
+
+def test_promotion_needs_a_recent_fetch_to_the_hwm():
+    """Draft "Observer Promotion" (leader based): "promote the observer when one replication
+    round is less than election timeout".  n4's Fetch at the HWM puts it in the current
+    promotion window and starts the window timer (one election timeout); it stays promotable
+    through the next window; after two windows without a Fetch (crashed, partitioned away) it
+    is not promoted, although its end offset once reached the HWM."""
+    from refimpl.kraft.reassign_node import PROMOTION
+    log = (lc(2), va(2, VOTERS, ("n1", "n2", "n3", "n4")))
+    s = leader(log, 2)
+    t = N.handle_message(s, "n4", FetchRequest("c", "n4", 2, 2, 2))
+    assert t.state.caught_up_now == {"n4"} and has_timer(t, PROMOTION) and has_timer(t, REASSIGN)
+    assert N.reassign_step(t.state).action == "AddVoter"
+    # a Fetch below the HWM does not count
+    behind = N.handle_message(s, "n4", FetchRequest("c", "n4", 2, 1, 2))
+    assert behind.state.caught_up_now == frozenset() and not has_timer(behind, PROMOTION)
+    w1 = N.handle_timer(t.state, PROMOTION)
+    assert w1.action == "PromotionWindow" and w1.state.caught_up_before == {"n4"}
+    assert has_timer(w1, PROMOTION) and N.reassign_step(w1.state).action == "AddVoter"
+    w2 = N.handle_timer(w1.state, PROMOTION)
+    assert w2.state.caught_up_now == w2.state.caught_up_before == frozenset()
+    assert not has_timer(w2, PROMOTION)                      # nothing left to time
+    assert w2.state.follower_end_offset["n4"] >= w2.state.high_watermark
+    assert N.reassign_step(w2.state) is None                  # not recent: not promoted
+    assert N.handle_timer(w2.state, PROMOTION) is None
+    # the window changes no spec variable: a stutter step of the trace
+    from refimpl.kraft.reassign_mapping import ACTION_NAMES
+    assert ACTION_NAMES["PromotionWindow"] == "PromotionWindow"
+
+
+def test_an_observer_by_its_own_log_votes_only_with_the_cure():
+    """The draft's availability finding (docs/spec-reassignment.md §4): n4, added by n1's
+    uncommitted record that n4 has not fetched yet, is an observer by its own log and rejects
+    n1's VoteRequest (KIP-595: observers do not vote), whatever n1's log.  With the cure
+    (`any_replica_votes`, spec AnyReplicaVotes) it answers on the merits: granted to an up to
+    date candidate of its voter set, persisted, and n4 stays an observer; refused to a
+    candidate whose log is behind its own, or who is not in its voter set."""
+    log = (va(1, VOTERS), lc(1))
+    s = replace(N.initial_state("n4", "c"), epoch=1, leader_id="n1", role=Role.FOLLOWER, log=log)
+    ask = VoteRequest("c", 2, "n1", 1, 3)
+    assert not N.handle_message(s, "n1", ask).sends[0].payload.vote_granted
+    cure = ReassignNode(QuorumConfig(voters=VOTERS), any_replica_votes=True)
+    t = cure.handle_message(s, "n1", ask)
+    assert t.sends[0].payload.vote_granted and t.state.voted_id == "n1"
+    assert t.state.voter_set == VOTERS and any(p.key == QUORUM_STATE for p in t.persist)
+    assert not cure.handle_message(s, "n1", VoteRequest("c", 2, "n1", 1, 1)).sends[0].payload.vote_granted
+    assert not cure.handle_message(s, "n5", VoteRequest("c", 2, "n5", 1, 3)).sends[0].payload.vote_granted

@@ -11,6 +11,7 @@ import pytest
 from refimpl.bugs import BUGS, bugs_for
 from refimpl.kraft.reassign_adapter import ReassignAdapter
 from refimpl.sim.faults import get_profile
+from refimpl.kraft.state import Role
 from refimpl.sim.simulator import run_one
 
 
@@ -121,3 +122,38 @@ def _recovered(voters, targets, profile, seeds):
 ])
 def test_reassignments_recover_after_the_faults_stop(voters, targets, profile):
     assert _recovered(voters, targets, profile, range(40)) == {"recovered": 40}
+
+
+def _grow_run(seed: int, any_replica_votes: bool):
+    from refimpl.kraft.adapter import KRaftBounds
+    from refimpl.kraft.reassign_adapter import ReassignWorkload
+    from refimpl.sim.simulator import Simulator
+    a = ReassignAdapter(KRaftBounds(voters=("n1",), observers=("n2", "n3"), values=("v1", "v2")),
+                        targets=(("n1", "n2"),), workload=ReassignWorkload(admin_share=0.05),
+                        any_replica_votes=any_replica_votes)
+    sim = Simulator(a, seed, get_profile("delays"), 20000, trace=False,
+                    faults_until_ms=10_000, stop_when_recovered=True)
+    return sim, sim.run()
+
+
+def test_the_drafts_availability_finding_in_the_simulator_and_its_cure():
+    """docs/spec-reassignment.md §4 "Availability" (reassign-finding-observer-vote-deadlock):
+    growing {n1} -> {n1, n2} under delays, some runs never recover, each stuck as TLC's
+    counterexample is: no leader, and a replica that is a voter by its own log needs the vote
+    of a replica that is an observer by its own log.  The same seeds recover with the cure
+    (any replica answers VoteRequests), with no invariant violated."""
+    stuck = []
+    for seed in range(20):
+        sim, r = _grow_run(seed, False)
+        if (r.liveness or {}).get("verdict") == "recovered":
+            continue
+        stuck.append(seed)
+        states = sim.world.states
+        assert all(s.role is not Role.LEADER for s in states.values())
+        assert any(j not in states[j].voter_set
+                   for c in states.values() if c.node_id in c.voter_set
+                   for j in c.voter_set if j != c.node_id), seed
+    assert stuck, "no run of the draft got stuck: the finding's shape is no longer reached"
+    for seed in stuck:
+        _, r = _grow_run(seed, True)
+        assert r.liveness["verdict"] == "recovered" and not r.violations, seed

@@ -33,7 +33,7 @@ __all__ = ["TraceRun", "observed_positions", "matches", "ENVIRONMENT_STUTTERS"]
 # stutter", refimpl/elr/spec_mapping.py "Stutter"); an implementation may write them as
 # stutter steps.  Any other name must be an action of the judge's Next.
 ENVIRONMENT_STUTTERS = frozenset({
-    "Crash", "Partition", "Heal", "FetchRequestTimeout", "ObserverFetchTimeout",
+    "Crash", "Partition", "Heal", "FetchRequestTimeout", "ObserverFetchTimeout", "PromotionWindow",
     "ReceiveDescribeQuorumRequest", "ReceiveDescribeQuorumResponse", "Stutter"})
 
 

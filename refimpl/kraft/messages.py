@@ -123,6 +123,10 @@ class DescribeQuorumResponse:
     high_watermark: int
     current_voters: tuple[ReplicaState, ...]
     observers: tuple[ReplicaState, ...]
+    # KIP-642 draft "DescribeQuorum" (its NEW FIELD): the pending reassignment's TargetVoters
+    # with the leader's view of their progress; None when none is pending (TargetVoters null)
+    # and for KIP-595's static quorum
+    target_voters: tuple[ReplicaState, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -238,7 +238,8 @@ class KRaftNode:
         ClearCandidateAndLeaderState)."""
         fields = dict(votes_granted=frozenset(), votes_rejected=frozenset(),
                       epoch_start_offset=0, follower_end_offset=_EMPTY_FN,
-                      last_fetch_offset=_EMPTY_FN, fetched_since_check=frozenset())
+                      last_fetch_offset=_EMPTY_FN, fetched_since_check=frozenset(),
+                      caught_up_now=frozenset(), caught_up_before=frozenset())
         fields.update(kw)
         return replace(s, **fields)
 

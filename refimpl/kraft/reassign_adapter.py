@@ -55,9 +55,11 @@ class ReassignAdapter(KRaftAdapter):
     def __init__(self, bounds: KRaftBounds | None = None, bug: str | None = None,
                  workload: ReassignWorkload = ReassignWorkload(),
                  observer_rediscovery: bool = True, targets: tuple | None = None,
-                 fetch_max_records: int = 8):
+                 fetch_max_records: int = 8, any_replica_votes: bool = False):
         """`targets`: the admin requests' possible target sets (bounded runs: the config's
-        reassignment targets); None draws random subsets of all replicas."""
+        reassignment targets); None draws random subsets of all replicas.
+        `any_replica_votes`: the cure of the draft's availability finding (ReassignNode); its
+        traces are not the draft's (an observer's granted vote is no transition of it)."""
         bounds = bounds or KRaftBounds(voters=("n1", "n2", "n3"), observers=("n4", "n5"),
                                        values=("v1", "v2"))
         nodes = bounds.voters + bounds.observers
@@ -69,7 +71,8 @@ class ReassignAdapter(KRaftAdapter):
                            request_timeout_ms=400)
         super().__init__(bounds, bug, config=cfg, observer_rediscovery=observer_rediscovery)
         self.node = ReassignNode(cfg, bug, max_epoch=bounds.max_epoch,
-                                 timeout_voters=nodes, observer_rediscovery=observer_rediscovery)
+                                 timeout_voters=nodes, observer_rediscovery=observer_rediscovery,
+                                 any_replica_votes=any_replica_votes)
         self._timeout_voters = set(nodes)
         self.workload = workload
         self.targets = targets

@@ -59,6 +59,7 @@ ACTION_NAMES: dict[str, str] = {
     "CompleteReassignment": "CompleteReassignment",
     "ResignAsLastRemovingVoter": "ResignAsLastRemovingVoter",
     "UpdateHighWatermark": "UpdateHighWatermark",
+    "PromotionWindow": "PromotionWindow",  # always a stutter (the leader's promotion window)
 }
 
 

@@ -47,7 +47,7 @@ from refimpl.kraft import rules
 from refimpl.kraft.log import Record, VoterAssignment
 from refimpl.kraft.messages import (
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, Errors,
-    FetchRequest, FetchResponse, VoteRequest, VoteResponse,
+    FetchRequest, FetchResponse, ReplicaState, VoteRequest, VoteResponse,
 )
 from refimpl.kraft.node import CHECK_QUORUM, ELECTION, RESEND, KRaftNode
 from refimpl.kraft.quorum import is_majority
@@ -58,17 +58,24 @@ from refimpl.kraft.reassign import (
 from refimpl.kraft.state import LOG, QUORUM_STATE, NodeState, QuorumStateFile, Role, replace
 from refimpl.sim.protocol import CancelTimer, Persist, SetTimer, Transition
 
-__all__ = ["ReassignNode", "REASSIGN", "UPDATE_HWM"]
+__all__ = ["ReassignNode", "REASSIGN", "UPDATE_HWM", "PROMOTION"]
 
 REASSIGN = "reassign"       # the leader's next single-member change may be enabled
 UPDATE_HWM = "update-hwm"   # the leader's HWM may grow without a Fetch
+PROMOTION = "promotion-window"  # the leader's promotion window ends (one election timeout)
 
 
 class ReassignNode(KRaftNode):
     """KIP-642 on top of KIP-595; `config.voters` are the bootstrap voters (quorum.voters)."""
 
-    def __init__(self, config, bug: str | None = None, **kw):
+    def __init__(self, config, bug: str | None = None, any_replica_votes: bool = False, **kw):
+        """`any_replica_votes`: the cure of the draft's availability finding
+        (docs/spec-reassignment.md §4, spec KRaftReassign.tla AnyReplicaVotes): a replica
+        that is not a voter by its own log answers a VoteRequest from a candidate of its voter
+        set on its merits instead of rejecting it.  Off by default: the draft as written,
+        which the trace checker's configurations check."""
         super().__init__(config, bug, **kw)
+        self.any_replica_votes = any_replica_votes
         self.inline_single_voter_hwm = False
         self.bug_before_epoch_commit = bug_enabled(bug, "reassign-before-epoch-commit")   # (a)
         self.bug_two_in_flight = bug_enabled(bug, "reassign-two-changes-in-flight")       # (b)
@@ -81,6 +88,24 @@ class ReassignNode(KRaftNode):
     def initial_state(self, node_id: str, cluster_id: str | None = None) -> NodeState:
         return replace(super().initial_state(node_id, cluster_id), voter_set=self.voters,
                        qs_voters=self.voters, qs_offset=0)
+
+    # ------------------------------------------------------------------ DescribeQuorum
+
+    def describe_quorum(self, s: NodeState):
+        """KIP-642 draft "DescribeQuorum": KIP-595's response plus TargetVoters, "the
+        progress of a quorum reassignment": each replica of the pending target with the log
+        end offset the leader last saw (its own log's for itself, -1 before a first valid
+        Fetch), in id order; null (None) when no reassignment is pending.  A target replica
+        that is not yet a voter is listed among the observers too, as the draft's leader
+        tracks it."""
+        d = super().describe_quorum(s)
+        target = target_from_log(s.log) if s.role is Role.LEADER else None
+        if target is None:
+            return d
+        lfo = s.last_fetch_offset
+        return dataclasses.replace(d, target_voters=tuple(
+            ReplicaState(r, len(s.log) if r == s.node_id else lfo.get(r, -1))
+            for r in sorted_ids(target)))
 
     # ------------------------------------------------------------------ the voter set
 
@@ -202,6 +227,8 @@ class ReassignNode(KRaftNode):
             return self._finish(s, self.reassign_step(s))
         if timer == UPDATE_HWM:
             return self._finish(s, self.update_high_watermark(s))
+        if timer == PROMOTION:
+            return self._finish(s, self.promotion_window(s))
         return self._finish(s, super().handle_timer(s, timer))
 
     def client_append(self, s: NodeState, value: str) -> Transition | None:
@@ -331,10 +358,27 @@ class ReassignNode(KRaftNode):
         return a is None or a[0] < s.high_watermark
 
     def caught_up(self, s: NodeState) -> frozenset:
-        """Replicas whose tracked end offset reached the leader's HWM (draft "Observer
-        Promotion"; the leader tracks every TargetVoter's fetches)."""
+        """Replicas the leader may promote (draft "Observer Promotion", the leader-based
+        approach: "promote the observer when one replication round is less than election
+        timeout, which suggests the gap is sufficiently small"): the tracked end offset has
+        reached the leader's HWM (the spec's AddVoter guard), and a valid Fetch of the replica
+        reached the HWM within the current or the previous promotion window of one election
+        timeout each.  A replica that caught up once and then stopped fetching (crashed,
+        partitioned away) is not promoted: adding it would make a voter of a replica that
+        cannot vote, and a quorum that needs its vote would stall."""
         feo = s.follower_end_offset
-        return frozenset(r for r in feo if feo[r] >= s.high_watermark)
+        recent = s.caught_up_now | s.caught_up_before
+        return frozenset(r for r in feo if feo[r] >= s.high_watermark and r in recent)
+
+    def promotion_window(self, s: NodeState) -> Transition | None:
+        """The `promotion-window` timer: the current window becomes the previous one.  The
+        timer runs while some replica is in either window (armed by the Fetch that puts one
+        in an empty pair).  Changes no spec variable: a stutter step of the trace."""
+        if s.role is not Role.LEADER or not (s.caught_up_now or s.caught_up_before):
+            return None
+        new = replace(s, caught_up_now=frozenset(), caught_up_before=s.caught_up_now)
+        timers = (SetTimer(PROMOTION, self.cfg.election_timeout_ms),) if new.caught_up_before else ()
+        return Transition(new, "PromotionWindow", {"node": s.node_id}, timers=timers)
 
     def _next_change(self, s: NodeState):
         if s.role is not Role.LEADER or not self._rule_b(s):
@@ -427,10 +471,20 @@ class ReassignNode(KRaftNode):
             return t
         if src in (target_from_log(new.log) or ()):
             feo = new.follower_end_offset
-            off = rules.follower_end_offset(feo.get(src, -1), m.fetch_offset,
-                                            r.diverging_epoch is None)
+            valid = r.diverging_epoch is None
+            off = rules.follower_end_offset(feo.get(src, -1), m.fetch_offset, valid)
             if off != feo.get(src, -1):
-                t = dataclasses.replace(t, state=replace(new, follower_end_offset=feo.set(src, off)))
+                new = replace(new, follower_end_offset=feo.set(src, off))
+            if valid and m.fetch_offset >= new.high_watermark and src not in new.caught_up_now:
+                # caught up in this promotion window; the first replica in an empty pair of
+                # windows starts the window timer
+                idle = not (new.caught_up_now or new.caught_up_before)
+                new = replace(new, caught_up_now=new.caught_up_now | {src})
+                if idle:
+                    t = dataclasses.replace(t, timers=t.timers + (
+                        SetTimer(PROMOTION, self.cfg.election_timeout_ms),))
+            if new is not t.state:
+                t = dataclasses.replace(t, state=new)
         was_voter = src in self.voters or any(
             isinstance(x.control, VoterAssignment) and src in x.control.current_voters
             for x in new.log)
@@ -467,6 +521,12 @@ class ReassignNode(KRaftNode):
         vote is rejected as KIP-595 does.  Bug (f) grants the vote as if the candidate were a
         voter."""
         voters = self._voters(s)
+        if self.any_replica_votes and s.node_id not in voters and m.candidate_id in voters:
+            # the cure: answered as a voter would (vote state, log comparison), without
+            # becoming one (spec GrantsVotes <- AnyReplicaVotes)
+            widened = replace(s, voter_set=tuple(sorted(set(voters) | {s.node_id})))
+            t = KRaftNode._on_vote_request(self, widened, src, m)
+            return dataclasses.replace(t, state=replace(t.state, voter_set=voters))
         if (m.candidate_id in voters or s.node_id not in voters
                 or self._cluster_check_fails(s, m.cluster_id) or m.candidate_epoch < s.epoch
                 or not rules.vote_request_is_valid(m.candidate_epoch, m.last_offset_epoch,

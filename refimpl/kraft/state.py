@@ -68,6 +68,12 @@ class NodeState:
     # voter has not endorsed the leader yet, so BeginQuorumEpoch is still sent to it)
     follower_end_offset: Fn = Fn()
     fetched_since_check: frozenset = frozenset()  # voters that fetched since the last progress check
+    # KIP-642 leader (refimpl/kraft/reassign_node.py): TargetVoters not yet voters whose valid
+    # Fetch reached the HWM in the current promotion window and in the one before it (the
+    # draft's "Observer Promotion": promote "when one replication round is less than election
+    # timeout"); not spec variables
+    caught_up_now: frozenset = frozenset()
+    caught_up_before: frozenset = frozenset()
     # follower / observer
     fetch_attempt: int = 0                  # rotates the voter asked when the leader is unknown
     fetch_pending: bool = False
