@@ -139,3 +139,32 @@ def test_demo_review_stage(tmp_path, tlc_toolchain):
     assert (tmp_path / "spec" / "index.html").is_file() and (tmp_path / "spec" / "KRaft.html").is_file()
     svg = (tmp_path / "diagrams" / f"{REVIEW_DIAGRAM}.svg").read_text()
     assert "NoAckedRecordLost is violated" in svg
+
+
+def test_reassignment_chart_has_the_admin_lane_voter_sets_and_assignments():
+    """KRaftReassign.tla counterexamples: the administrator's AlterPartitionReassignments gets
+    a lane after the replicas, VoterAssignment records show CurrentVoters -> TargetVoters, and
+    a replica's voter set is noted whenever it changes."""
+    va = {"epoch": 1, "value": "VoterAssignment", "currentVoters": {"#set": ["n1"]},
+          "targetVoters": {"#set": ["n1", "n2"]}}
+    req = {"type": "AlterPartitionReassignmentsRequest", "src": "admin", "dest": "n1",
+           "targetVoters": {"#set": ["n1", "n2"]}}
+
+    def st(msgs, log_n1, vs_n1):
+        s = _kraft_state(msgs, role={"n1": "Leader"}, epoch={"n1": 1}, log={"n1": log_n1})
+        s["voterSet"] = {"n1": {"#set": vs_n1}, "n2": {"#set": ["n1"]}, "n3": {"#set": ["n1"]}}
+        return s
+
+    steps = [
+        {"index": 1, "action": "Init", "state": st([], [], ["n1"])},
+        {"index": 2, "action": "SendAlterPartitionReassignments", "state": st([(req, 1)], [], ["n1"])},
+        {"index": 3, "action": "ReceiveAlterPartitionReassignmentsRequest",
+         "state": st([], [va], ["n1", "n2"])},
+    ]
+    chart = build_chart("r", "spec/MCKRaftReassign.tla", steps, "QuorumCanStillElectALeader")
+    assert chart.lifelines == ["n1", "n2", "n3", "admin"]
+    (a,) = chart.arrows
+    assert (a.src, a.dst, a.sent, a.received) == ("admin", "n1", 1, 2)
+    assert a.label == "AlterReassignments {n1,n2}"
+    assert "log [VA1{n1}->{n1,n2}]" in chart.notes[(2, "n1")]
+    assert "voters {n1,n2}" in chart.notes[(2, "n1")] and "voters {n1}" in chart.notes[(0, "n2")]

@@ -69,6 +69,10 @@ def _record(r: dict) -> str:
     value = r.get("value")
     if value == "LeaderChange":
         return f"LC{r.get('epoch')}"
+    if value == "VoterAssignment":         # KRaftReassign.tla: CurrentVoters -> TargetVoters
+        target = _set(r.get("targetVoters"))
+        return (f"VA{r.get('epoch')}{{{','.join(_set(r.get('currentVoters')))}}}"
+                + (f"->{{{','.join(target)}}}" if target else ""))
     return f"{value}@{r.get('epoch')}"
 
 
@@ -83,11 +87,19 @@ def _log(entries: list) -> str:
 _SHORT = {"VoteRequest": "Vote", "VoteResponse": "Vote resp",
           "BeginQuorumEpochRequest": "BeginQuorumEpoch", "BeginQuorumEpochResponse": "BeginQE resp",
           "EndQuorumEpochRequest": "EndQuorumEpoch", "FetchRequest": "Fetch",
-          "FetchResponse": "Fetch resp"}
+          "FetchResponse": "Fetch resp",
+          "AlterPartitionReassignmentsRequest": "AlterReassignments",
+          "AlterPartitionReassignmentsResponse": "AlterReassignments resp"}
 
 
 def _message_label(m: dict) -> str:
     t = m.get("type", "?")
+    if t.startswith("AlterPartitionReassignments"):     # the administrator's, no epoch
+        target = m.get("targetVoters")
+        s = f"{_SHORT[t]} {{{','.join(_set(target))}}}" if isinstance(target, dict) \
+            else f"{_SHORT[t]} {target}"
+        err = m.get("error")
+        return s + (f" {err}" if err and err != "NONE" else "")
     s = f"{_SHORT.get(t, t)} e{m.get('epoch')}"
     if t == "VoteRequest":
         s += f" last {m.get('lastOffset')}@{m.get('lastOffsetEpoch')}"
@@ -112,7 +124,11 @@ def _message_label(m: dict) -> str:
 def _kraft_chart(name: str, steps: list[dict], violated: str | None) -> Chart:
     first = steps[0]["state"]
     replicas = sorted(first["role"])
-    chart = Chart(name, replicas, [])
+    # other endpoints of messages (KRaftReassign's administrator) get lanes after the replicas
+    others = sorted({e for step in steps for m, _ in _bag(step["state"].get("msgs")).values()
+                     for e in (m.get("src"), m.get("dest"))
+                     if isinstance(e, str) and e not in replicas})
+    chart = Chart(name, replicas + others, [])
     pending: dict[str, list[int]] = defaultdict(list)    # message key -> rows of its sends
     arrows_by_key: dict[str, list[Arrow]] = defaultdict(list)
     prev = None
@@ -131,6 +147,9 @@ def _kraft_chart(name: str, steps: list[dict], violated: str | None) -> Chart:
                 chart.notes[(row, i)].append(f"log {_log(st['log'][i])}")
             if prev is not None and st["highWatermark"][i] != prev["highWatermark"][i]:
                 chart.notes[(row, i)].append(f"HWM {st['highWatermark'][i]}")
+            if "voterSet" in st and (prev is None or st["voterSet"][i] != prev["voterSet"][i]):
+                # KRaftReassign.tla: the voter set the replica acts on
+                chart.notes[(row, i)].append(f"voters {{{','.join(_set(st['voterSet'][i]))}}}")
         now = _bag(st.get("msgs"))
         before = _bag(prev.get("msgs")) if prev is not None else {}
         for key in sorted(set(now) | set(before)):
@@ -238,7 +257,8 @@ def _elr_chart(name: str, steps: list[dict], violated: str | None) -> Chart:
 
 
 def build_chart(name: str, spec: str, steps: list[dict], violated: str | None) -> Chart:
-    """The chart of a counterexample of `spec` (a module path; KRaft or ELR specs)."""
+    """The chart of a counterexample of `spec` (a module path; KRaft, KRaftReassign or ELR
+    specs)."""
     if not steps:
         raise DiagramError(f"{name}: no counterexample to draw (TLC found no violation)")
     state = steps[0]["state"]
