@@ -719,8 +719,11 @@ HighWatermarkMonotonic == K!HighWatermarkMonotonic
 (***************************************************************************)
 (* Availability: the quorum can still elect a leader.                     *)
 (* Without a leader no log changes: only a leader appends, and only its   *)
-(* Fetch responses change a follower's log.  A replica's vote depends on   *)
-(* its log alone: KIP-595 §"Vote Request Handling" (the log comparison),   *)
+(* Fetch responses change a follower's log (error NONE or NOT_FOLLOWER, of *)
+(* an epoch the follower has not left).  With every rule in force         *)
+(* (VoterSetFollowsLog) a replica's voter set is its log's, restarts      *)
+(* included, and its vote in a fresh epoch depends on its log alone:       *)
+(* KIP-595 §"Vote Request Handling" (the log comparison),                  *)
 (* §"Key Concepts" (observers "do not vote"), and KIP-642 §"Reassignment  *)
 (* Algorithm" ("Each voter must act on the information they have in their *)
 (* own log when deciding whether to grant votes ... Voters must reject     *)
@@ -755,9 +758,20 @@ CouldBeElected(c) ==
     /\ c \in voterSet[c]
     /\ K!IsElectionQuorumOf(c, Supporters(c))
 
+\* A Fetch response that changes, or may yet change, its receiver's log
+\* (KRaft.tla HandleFetchResponse): sent by the leader of an epoch the
+\* receiver has not left.  Error responses never change a log.
+LogChangeInFlight ==
+    \E m \in BagToSet(msgs) :
+        /\ m.type = "FetchResponse"
+        /\ m.error \in {"NONE", "NOT_FOLLOWER"}
+        /\ m.epoch >= currentEpoch[m.dest]
+
+\* Meaningful only with every Bug* switch FALSE (a bug such as (c) or (d)
+\* lets a restart change a voter set without a log change).
 QuorumCanStillElectALeader ==
     \/ \E i \in Server : role[i] = "Leader"
-    \/ \E m \in BagToSet(msgs) : m.type = "FetchResponse"
+    \/ LogChangeInFlight
     \/ \E c \in Server : CouldBeElected(c)
 
 (***************************************************************************)

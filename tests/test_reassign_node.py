@@ -399,5 +399,6 @@ def test_an_observer_by_its_own_log_votes_only_with_the_cure():
     t = cure.handle_message(s, "n1", ask)
     assert t.sends[0].payload.vote_granted and t.state.voted_id == "n1"
     assert t.state.voter_set == VOTERS and any(p.key == QUORUM_STATE for p in t.persist)
+    assert not has_timer(t, ELECTION)                         # still an observer: no election timer
     assert not cure.handle_message(s, "n1", VoteRequest("c", 2, "n1", 1, 1)).sends[0].payload.vote_granted
     assert not cure.handle_message(s, "n5", VoteRequest("c", 2, "n5", 1, 3)).sends[0].payload.vote_granted

@@ -224,3 +224,16 @@ def test_the_vote_hook_keeps_kip_595_and_the_draft_as_written():
             assert subs["GrantsVotes"].replace(" ", "") == "[KRaft]AnyReplicaVotes", path.name
         else:
             assert "GrantsVotes" not in subs, path.name
+
+
+def test_the_availability_invariant_is_checked_only_with_every_rule_in_force():
+    """QuorumCanStillElectALeader assumes VoterSetFollowsLog (a replica's voter set changes
+    only with its log): a config checking it switches no Bug* rule off."""
+    users = []
+    for e in ENTRIES.values():
+        cfg = parse_cfg(e.cfg_path)
+        if "QuorumCanStillElectALeader" in cfg.sections.get("INVARIANT", []):
+            users.append(e.name)
+            assert not [n for n, v in cfg.constants.items() if n.startswith("Bug") and v is True]
+    assert set(users) >= {"reassign-finding-observer-vote-deadlock",
+                          "reassign-finding-cure-any-replica-votes", "reassign-ci-shrink"}

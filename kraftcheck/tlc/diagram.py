@@ -125,9 +125,9 @@ def _kraft_chart(name: str, steps: list[dict], violated: str | None) -> Chart:
     first = steps[0]["state"]
     replicas = sorted(first["role"])
     # other endpoints of messages (KRaftReassign's administrator) get lanes after the replicas
-    others = sorted({e for step in steps for m, _ in _bag(step["state"].get("msgs")).values()
-                     for e in (m.get("src"), m.get("dest"))
-                     if isinstance(e, str) and e not in replicas})
+    others = sorted({str(e) for step in steps
+                     for m, _ in _bag(step["state"].get("msgs")).values()
+                     for e in (m.get("src"), m.get("dest")) if str(e) not in replicas})
     chart = Chart(name, replicas + others, [])
     pending: dict[str, list[int]] = defaultdict(list)    # message key -> rows of its sends
     arrows_by_key: dict[str, list[Arrow]] = defaultdict(list)
@@ -158,7 +158,7 @@ def _kraft_chart(name: str, steps: list[dict], violated: str | None) -> Chart:
             msg = (now.get(key) or before.get(key))[0]
             for _ in range(n_now - n_before):              # sent (or duplicated)
                 pending[key].append(row)
-                a = Arrow(msg["src"], msg["dest"], row, None,
+                a = Arrow(str(msg["src"]), str(msg["dest"]), row, None,
                           _message_label(msg) + (" (dup)" if prev is not None
                                                  and action == "DuplicateMessage" else ""))
                 arrows_by_key[key].append(a)
@@ -166,7 +166,7 @@ def _kraft_chart(name: str, steps: list[dict], violated: str | None) -> Chart:
             for _ in range(n_before - n_now):              # received or lost
                 open_ = [a for a in arrows_by_key[key] if a.received is None and not a.lost]
                 if not open_:       # in flight since Init: draw it from the top
-                    a = Arrow(msg["src"], msg["dest"], 0, None, _message_label(msg))
+                    a = Arrow(str(msg["src"]), str(msg["dest"]), 0, None, _message_label(msg))
                     chart.arrows.append(a)
                     open_ = [a]
                 a = open_[0]

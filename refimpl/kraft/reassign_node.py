@@ -526,7 +526,11 @@ class ReassignNode(KRaftNode):
             # becoming one (spec GrantsVotes <- AnyReplicaVotes)
             widened = replace(s, voter_set=tuple(sorted(set(voters) | {s.node_id})))
             t = KRaftNode._on_vote_request(self, widened, src, m)
-            return dataclasses.replace(t, state=replace(t.state, voter_set=voters))
+            new = replace(t.state, voter_set=voters)
+            # the role timers of the replica it is (an observer: no election timer), not of
+            # the voter it answered as
+            timers = self._role_timers(new, s) if t.timers else ()
+            return dataclasses.replace(t, state=new, timers=timers)
         if (m.candidate_id in voters or s.node_id not in voters
                 or self._cluster_check_fails(s, m.cluster_id) or m.candidate_epoch < s.epoch
                 or not rules.vote_request_is_valid(m.candidate_epoch, m.last_offset_epoch,
