@@ -32,10 +32,7 @@ from rich.console import Console  # noqa: E402
 from rich.progress import Progress  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from refimpl.kraft.adapter import KRaftBounds  # noqa: E402
-from refimpl.kraft.reassign_adapter import ReassignAdapter, ReassignWorkload  # noqa: E402
-from refimpl.sim.faults import get_profile  # noqa: E402
-from refimpl.sim.simulator import Simulator  # noqa: E402
+from refimpl.sim.liveness import reassign_recovery  # noqa: E402
 
 PROFILES = ("none", "lossy", "partitions", "crashes", "chaos", "delays")
 REASSIGNMENTS = {
@@ -45,20 +42,14 @@ REASSIGNMENTS = {
     "1->3": (("n1",), (("n1", "n2", "n3"),)),
     "random-3": (("n1", "n2", "n3"), None),
 }
-REPLICAS = ("n1", "n2", "n3")
 FAULTS_UNTIL_MS = 10_000
-MAX_STEPS = 20_000
 LIVENESS_PROPERTY = "LeaderElectedAndReplicasCaughtUp"
 
 
 def verdict(voters, targets, profile: str, seed: int, any_replica_votes: bool) -> str:
     """The liveness verdict of one run (recovered / not_recovered / a safety violation)."""
-    observers = tuple(n for n in REPLICAS if n not in voters)
-    a = ReassignAdapter(KRaftBounds(voters=voters, observers=observers, values=("v1", "v2")),
-                        targets=targets, workload=ReassignWorkload(admin_share=0.05),
-                        any_replica_votes=any_replica_votes)
-    r = Simulator(a, seed, get_profile(profile), MAX_STEPS, trace=False,
-                  faults_until_ms=FAULTS_UNTIL_MS, stop_when_recovered=True).run()
+    _, r = reassign_recovery(voters, targets, profile, seed, any_replica_votes,
+                             faults_until_ms=FAULTS_UNTIL_MS)
     # the liveness deadline is reported as a violation of LeaderElectedAndReplicasCaughtUp;
     # any other is a safety invariant's
     if any(v["invariant"] != LIVENESS_PROPERTY for v in r.violations):

@@ -45,7 +45,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_trace_analysis.schema import CORRUPT, LINE, REQUIRED, STATE_INFO, TRACE_SCHEMA
-from spark_trace_analysis.vocabulary import known_actions
+from spark_trace_analysis.vocabulary import SPEC_MODULES, known_actions
 
 __all__ = ["InputError", "expand_inputs", "read_lines", "parse_lines", "ingest_traces",
            "ingest_verdicts", "bounds_partition", "PARTITION_COLUMNS", "input_bytes"]
@@ -253,8 +253,7 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     out/bad_rows."""
     say = say or (lambda _m: None)
     extra = extra_actions or {}
-    common = set().union(*(known_actions(p) for p in ("kraft", "elr", "reassign")),
-                         *extra.values())
+    common = set().union(*(known_actions(p) for p in SPEC_MODULES), *extra.values())
     say("parsing lines (one scan of the input)")
     # the two scans (state_table's picks lines by position) must split the files alike: the
     # split size depends on the cluster's cores unless this is set, so pin it for the run

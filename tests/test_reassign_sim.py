@@ -96,16 +96,10 @@ def _recovered(voters, targets, profile, seeds):
     LeaderElectedAndReplicasCaughtUp must hold again within the default bound)."""
     from collections import Counter
 
-    from refimpl.kraft.adapter import KRaftBounds
-    from refimpl.kraft.reassign_adapter import ReassignWorkload
-    from refimpl.sim.simulator import Simulator
+    from refimpl.sim.liveness import reassign_recovery
     out = Counter()
     for seed in seeds:
-        observers = tuple(n for n in ("n1", "n2", "n3") if n not in voters)
-        a = ReassignAdapter(KRaftBounds(voters=voters, observers=observers, values=("v1", "v2")),
-                            targets=targets, workload=ReassignWorkload(admin_share=0.05))
-        r = Simulator(a, seed, get_profile(profile), 20000, trace=False,
-                      faults_until_ms=10_000, stop_when_recovered=True).run()
+        _, r = reassign_recovery(voters, targets, profile, seed)
         out[(r.liveness or {}).get("verdict")] += 1
     return dict(out)
 
@@ -125,15 +119,8 @@ def test_reassignments_recover_after_the_faults_stop(voters, targets, profile):
 
 
 def _grow_run(seed: int, any_replica_votes: bool):
-    from refimpl.kraft.adapter import KRaftBounds
-    from refimpl.kraft.reassign_adapter import ReassignWorkload
-    from refimpl.sim.simulator import Simulator
-    a = ReassignAdapter(KRaftBounds(voters=("n1",), observers=("n2", "n3"), values=("v1", "v2")),
-                        targets=(("n1", "n2"),), workload=ReassignWorkload(admin_share=0.05),
-                        any_replica_votes=any_replica_votes)
-    sim = Simulator(a, seed, get_profile("delays"), 20000, trace=False,
-                    faults_until_ms=10_000, stop_when_recovered=True)
-    return sim, sim.run()
+    from refimpl.sim.liveness import reassign_recovery
+    return reassign_recovery(("n1",), (("n1", "n2"),), "delays", seed, any_replica_votes)
 
 
 def test_the_drafts_availability_finding_in_the_simulator_and_its_cure():

@@ -701,11 +701,16 @@ class KRaftNode:
             return DescribeQuorumResponse(Errors.NOT_LEADER_FOR_PARTITION, s.leader_id, s.epoch,
                                           s.high_watermark, (), ())
         lfo = s.last_fetch_offset
-        voters = tuple(ReplicaState(v, len(s.log) if v == s.node_id else lfo.get(v, -1))
-                       for v in self._voters(s))
+        voters = tuple(self.replica_state(s, v) for v in self._voters(s))
         observers = tuple(ReplicaState(o, lfo[o]) for o in sorted(lfo) if o not in self._voters(s))
         return DescribeQuorumResponse(Errors.NONE, s.node_id, s.epoch, self.reported_hwm(s),
                                       voters, observers)
+
+    @staticmethod
+    def replica_state(s: NodeState, r: str) -> ReplicaState:
+        """Replica r as the leader s reports it: its own log end, or the FetchOffset of r's
+        last valid Fetch (-1 before one)."""
+        return ReplicaState(r, len(s.log) if r == s.node_id else s.last_fetch_offset.get(r, -1))
 
     @staticmethod
     def reported_hwm(s: NodeState) -> int:

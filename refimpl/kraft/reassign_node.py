@@ -47,7 +47,7 @@ from refimpl.kraft import rules
 from refimpl.kraft.log import Record, VoterAssignment
 from refimpl.kraft.messages import (
     AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, Errors,
-    FetchRequest, FetchResponse, ReplicaState, VoteRequest, VoteResponse,
+    FetchRequest, FetchResponse, VoteRequest, VoteResponse,
 )
 from refimpl.kraft.node import CHECK_QUORUM, ELECTION, RESEND, KRaftNode
 from refimpl.kraft.quorum import is_majority
@@ -102,10 +102,8 @@ class ReassignNode(KRaftNode):
         target = target_from_log(s.log) if s.role is Role.LEADER else None
         if target is None:
             return d
-        lfo = s.last_fetch_offset
         return dataclasses.replace(d, target_voters=tuple(
-            ReplicaState(r, len(s.log) if r == s.node_id else lfo.get(r, -1))
-            for r in sorted_ids(target)))
+            self.replica_state(s, r) for r in sorted_ids(target)))
 
     # ------------------------------------------------------------------ the voter set
 
@@ -524,13 +522,7 @@ class ReassignNode(KRaftNode):
         if self.any_replica_votes and s.node_id not in voters and m.candidate_id in voters:
             # the cure: answered as a voter would (vote state, log comparison), without
             # becoming one (spec GrantsVotes <- AnyReplicaVotes)
-            widened = replace(s, voter_set=tuple(sorted(set(voters) | {s.node_id})))
-            t = KRaftNode._on_vote_request(self, widened, src, m)
-            new = replace(t.state, voter_set=voters)
-            # the role timers of the replica it is (an observer: no election timer), not of
-            # the voter it answered as
-            timers = self._role_timers(new, s) if t.timers else ()
-            return dataclasses.replace(t, state=new, timers=timers)
+            return self._vote_as_if(s, src, m, s.node_id)
         if (m.candidate_id in voters or s.node_id not in voters
                 or self._cluster_check_fails(s, m.cluster_id) or m.candidate_epoch < s.epoch
                 or not rules.vote_request_is_valid(m.candidate_epoch, m.last_offset_epoch,
@@ -539,9 +531,7 @@ class ReassignNode(KRaftNode):
             # Kafka's KafkaRaftClientTest.testInvalidVoteRequest)
             return KRaftNode._on_vote_request(self, s, src, m)
         if self.bug_vote_non_voter:
-            widened = replace(s, voter_set=tuple(sorted(set(voters) | {m.candidate_id})))
-            t = KRaftNode._on_vote_request(self, widened, src, m)
-            return dataclasses.replace(t, state=replace(t.state, voter_set=voters))
+            return self._vote_as_if(s, src, m, m.candidate_id)
         fresh = m.candidate_epoch > s.epoch or (s.voted_id is None and s.leader_id is None)
         if not self.may_time_out(s.node_id) or not fresh:
             return KRaftNode._on_vote_request(self, s, src, m)
@@ -551,6 +541,17 @@ class ReassignNode(KRaftNode):
             return dataclasses.replace(t, sends=(reply,) + t.sends)
         timers = tuple(x for x in t.timers if x.name != RESEND) + (SetTimer(RESEND, 0),)
         return dataclasses.replace(t, sends=(reply,), split_sends=None, timers=timers)
+
+    def _vote_as_if(self, s: NodeState, src: str, m: VoteRequest, member: str) -> Transition:
+        """KIP-595's answer to `m` as if `member` were in s's voter set; the replica keeps its
+        own voter set and the role timers of what it is (an observer has no election
+        timer)."""
+        voters = self._voters(s)
+        widened = replace(s, voter_set=tuple(sorted(set(voters) | {member})))
+        t = KRaftNode._on_vote_request(self, widened, src, m)
+        new = replace(t.state, voter_set=voters)
+        return dataclasses.replace(t, state=new,
+                                   timers=self._role_timers(new, s) if t.timers else ())
 
     _handlers = {
         **KRaftNode._handlers,

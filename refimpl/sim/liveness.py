@@ -23,7 +23,7 @@ from refimpl.kraft.adapter import KRaftAdapter
 from refimpl.sim.faults import get_profile
 from refimpl.sim.simulator import LIVENESS, Simulator
 
-__all__ = ["distribution", "liveness_profile"]
+__all__ = ["distribution", "liveness_profile", "reassign_recovery"]
 
 
 def distribution(xs: list[int]) -> dict:
@@ -84,3 +84,22 @@ def liveness_profile(profile: str, seeds: Iterable[int], faults_until_ms: int = 
         row["offline_by_design"] = len(offline)
         row["strategy"] = (elr_config or ElrConfig()).strategy
     return row
+
+
+def reassign_recovery(voters: tuple[str, ...], targets: tuple | None, profile: str, seed: int,
+                      any_replica_votes: bool = False, replicas: tuple[str, ...] = ("n1", "n2", "n3"),
+                      faults_until_ms: int = 10_000, max_steps: int = 20_000):
+    """One KIP-642 run from the bootstrap `voters` (the other `replicas` observers) towards
+    `targets` (None: random subsets), whose faults stop at `faults_until_ms`; it ends at
+    recovery or at the liveness deadline.  Returns (the simulator, its result): the
+    simulator's `world` holds the replicas' last states.  `any_replica_votes`: the cure of
+    the draft's availability finding (refimpl/kraft/reassign_node.py)."""
+    from refimpl.kraft.adapter import KRaftBounds
+    from refimpl.kraft.reassign_adapter import ReassignAdapter, ReassignWorkload
+    observers = tuple(n for n in replicas if n not in voters)
+    a = ReassignAdapter(KRaftBounds(voters=voters, observers=observers, values=("v1", "v2")),
+                        targets=targets, workload=ReassignWorkload(admin_share=0.05),
+                        any_replica_votes=any_replica_votes)
+    sim = Simulator(a, seed, get_profile(profile), max_steps, trace=False,
+                    faults_until_ms=faults_until_ms, stop_when_recovered=True)
+    return sim, sim.run()
