@@ -55,5 +55,29 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# The Kafka harness (kafka_harness/, PROTOCOL.md): Apache Kafka's own raft client (3.7.x) and KIP-966
+# controller (4.x) driven by a small deterministic Java harness.  Kafka and every other jar come from
+# Maven Central here, at setup, never at run time; the build is redone only when a source changes
+# (stamp: SHA-256 of every file under kafka_harness/ but target/).  Needs a JDK 17 and Maven 3.8.
+jdk_ok() { command -v javac >/dev/null 2>&1 && java_ok; }
+if ! jdk_ok || ! command -v mvn >/dev/null 2>&1; then
+  echo "setup: installing a JDK 17 and Maven for the Kafka harness"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven >/dev/null \
+    || { echo "setup: could not install a JDK 17 and Maven; install them and rerun" >&2; exit 1; }
+fi
+harness_hash=$(find kafka_harness \( -path '*/target' -o -name '.built-*' \) -prune -o -type f -print | LC_ALL=C sort \
+  | xargs sha256sum | sha256sum | cut -c1-16)
+harness_stamp=kafka_harness/.built-$harness_hash
+if [ ! -f "$harness_stamp" ]; then
+  echo "setup: building the Kafka harness (Maven; first run downloads Kafka from Maven Central)"
+  rm -f kafka_harness/.built-*
+  mvn -B -q -f kafka_harness/pom.xml -DskipTests package \
+    || { echo "setup: the Kafka harness did not build (mvn -f kafka_harness/pom.xml package)" >&2; exit 1; }
+  touch "$harness_stamp"
+fi
 .venv/bin/kraftcheck version --json >/dev/null
 echo "setup: ok ($(java -version 2>&1 | head -n1); $(.venv/bin/python --version))"
