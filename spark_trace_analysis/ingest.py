@@ -55,6 +55,7 @@ __all__ = ["InputError", "expand_inputs", "read_lines", "parse_lines", "ingest_t
 # its folders (partition pruning).
 PARTITION_COLUMNS = ("protocol", "bounds_config")
 UNSTATED_BOUNDS = "unstated"
+REFIMPL = "refimpl"     # the implementation of a trace whose header names none
 
 
 def bounds_partition(bounds: F.Column) -> F.Column:
@@ -107,6 +108,42 @@ def expand_inputs(paths: Iterable[str | Path], suffixes=(".jsonl",)) -> list[str
     if not out:
         raise InputError("no input given")
     return out
+
+
+NAME_NOT_UTF8 = "file name is not UTF-8: the file is not read"
+
+
+def split_file_names(files: list[str]) -> tuple[list[str], list[str]]:
+    """(files Spark can be given, names that are not UTF-8).  A name that is not UTF-8 (its
+    undecodable bytes are surrogate escapes in Python) cannot be passed to the JVM: that file
+    becomes a bad row (its name written with \\xNN escapes, kraftcore.output.plain), the
+    others are read as usual."""
+    good, bad = [], []
+    for f in files:
+        try:
+            f.encode("utf-8")
+        except UnicodeEncodeError:
+            bad.append(f)
+            continue
+        good.append(f)
+    return good, bad
+
+
+def _name_rows(spark: SparkSession, names: list[str], with_in_steps: bool) -> DataFrame:
+    """Bad rows (file, line, trace_id, reason, text[, in_steps]) for files whose names are not
+    UTF-8 (split_file_names)."""
+    from kraftcore.output import plain
+    cols = "file string, line long, trace_id string, reason string, text string" + (
+        ", in_steps boolean" if with_in_steps else "")
+    rows = [(plain(n), None, None, NAME_NOT_UTF8, None) + ((False,) if with_in_steps else ())
+            for n in names]
+    return spark.createDataFrame(rows, cols)
+
+
+def _no_readable_file(bad_names: list[str]) -> InputError:
+    from kraftcore.output import plain
+    return InputError("no file name that is UTF-8 among the inputs: "
+                      + ", ".join(plain(n) for n in bad_names[:5]))
 
 
 def read_lines(spark: SparkSession, files: list[str]) -> DataFrame:
@@ -165,6 +202,9 @@ def parse_lines(lines: DataFrame, common_actions: Iterable[str] | None = None,
     # not blank and its trimmed form starts with "{" too)
     brace = F.col("value").startswith("{")
     cases = [
+        # as the trace checker does (trace_checker.traces: "not UTF-8"); the JVM's JSON reader
+        # would read the bytes as U+FFFD and accept the line
+        (~F.is_valid_utf8("value"), F.lit("not UTF-8")),
         (~brace & (F.trim("value") == ""), F.lit("blank line")),
         (corrupt & F.expr("try_parse_json(value)").isNull(), F.lit("not JSON")),
         (~brace & ~F.ltrim("value").startswith("{"), F.lit("not a JSON object")),
@@ -177,6 +217,9 @@ def parse_lines(lines: DataFrame, common_actions: Iterable[str] | None = None,
             cases.append(((kind == k) & F.col(f).isNull(), F.lit(f"{k}: missing field {f}")))
     cases.append(((kind == "header") & (F.col("schema") != TRACE_SCHEMA),
                   F.concat(F.lit("unknown schema "), F.col("schema"))))
+    cases.append(((kind == "header") & F.col("impl").isNotNull()
+                  & (F.col("impl.name").isNull() | F.col("impl.version").isNull()),
+                  F.lit("header: impl needs a name and a version")))
     df = df.withColumn("reason", _first_reason(cases)).select("*", *state_key(F.col("state")))
     text = F.substring("value", 1, 300)
     if common_actions is not None:
@@ -253,6 +296,9 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     out/bad_rows."""
     say = say or (lambda _m: None)
     extra = extra_actions or {}
+    files, bad_names = split_file_names(files)
+    if not files:
+        raise _no_readable_file(bad_names)
     common = set().union(*(known_actions(p) for p in SPEC_MODULES), *extra.values())
     say("parsing lines (one scan of the input)")
     # the two scans (state_table's picks lines by position) must split the files alike: the
@@ -285,8 +331,11 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
           F.countDistinct("file").alias("n_header_files"),
           *[F.first(c, ignorenulls=True).alias(c) for c in (
               "file", "protocol", "seed", "fault_profile", "bug", "bounds",
-              "spec_module", "variables")])
+              "spec_module", "variables", "impl")])
      .withColumn("bounds_config", bounds_partition(F.col("bounds")))
+     # the implementation (refimpl.trace.format.impl_of): the header's impl.name, the refimpl
+     # without one
+     .withColumn("impl", F.coalesce(F.col("impl.name"), F.lit(REFIMPL)))
      .write.mode("overwrite").parquet(str(staging / "headers")))
     headers = spark.read.parquet(str(staging / "headers"))
     protocols = [r.protocol for r in headers.select("protocol").distinct().collect()
@@ -329,8 +378,12 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
         F.lit(True).alias("in_steps")))
     say("bad rows")
     bad = with_line_numbers(bad, lines.select("file", "block", "row"))
-    (bad.select("file", "line", "trace_id", "reason", F.substring("value", 1, 300).alias("text"),
-                "in_steps")
+    # every string column valid UTF-8: the line's bytes that are not are written as U+FFFD
+    bad = bad.select("file", "line", "trace_id", "reason",
+                     F.substring(F.make_valid_utf8("value"), 1, 300).alias("text"), "in_steps")
+    if bad_names:
+        bad = bad.unionByName(_name_rows(spark, bad_names, True))
+    (bad
      .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows")))
     bad_rows = spark.read.parquet(str(out / "bad_rows"))
 
@@ -409,6 +462,7 @@ def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_ro
     (t.select("trace_id", "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
               F.coalesce("bounds_config", F.lit(UNSTATED_BOUNDS)).alias("bounds_config"),
               "seed", F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
+              F.coalesce("impl", F.lit("unknown")).alias("impl"),
               "bug", "bounds", "spec_module", "n_steps", "duration_ms", "footer_steps",
               "end_reason", F.coalesce("violated", F.array().cast("array<string>")).alias("violated"),
               "bad_rows", "unknown_actions", problems.alias("problems"))
@@ -444,6 +498,9 @@ def ingest_verdicts(spark: SparkSession, paths: list[str], out: Path) -> dict:
     without trace_id (a malformed file) is matched to the traces of its file by `file`."""
     from spark_trace_analysis.schema import VERDICT
     conv = []
+    paths, bad_names = split_file_names(paths)
+    if not paths:
+        raise _no_readable_file(bad_names)
     scratch = out / "_verdict_lines"
     for i, p in enumerate(paths):
         if p.endswith(".json"):
@@ -458,6 +515,7 @@ def ingest_verdicts(spark: SparkSession, paths: list[str], out: Path) -> dict:
                   *[F.col(f"j.{f.name}").alias("vfile" if f.name == "file" else f.name)
                     for f in VERDICT.fields]))
     reason = _first_reason([
+        (~F.is_valid_utf8("value"), F.lit("not UTF-8")),
         (F.trim("value") == "", F.lit("blank line")),
         (F.expr("try_parse_json(value)").isNull(), F.lit("not JSON")),
         (F.col(CORRUPT).isNotNull(), F.lit("a field has the wrong type")),
@@ -469,8 +527,11 @@ def ingest_verdicts(spark: SparkSession, paths: list[str], out: Path) -> dict:
     ])
     df = df.withColumn("bad", reason).cache()
     bad = with_line_numbers(df.filter(F.col("bad").isNotNull()), df.select("file", "block", "row"))
-    (bad.select(F.col("file"), "line", "trace_id", F.col("bad").alias("reason"),
-                F.substring("value", 1, 300).alias("text"))
+    bad = bad.select(F.col("file"), "line", "trace_id", F.col("bad").alias("reason"),
+                     F.substring(F.make_valid_utf8("value"), 1, 300).alias("text"))
+    if bad_names:
+        bad = bad.unionByName(_name_rows(spark, bad_names, False))
+    (bad
      .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows_verdicts")))
     (df.filter(F.col("bad").isNull())
      .select("trace_id", F.col("vfile").alias("file"), "verdict",

@@ -162,7 +162,10 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
 
     tables: dict[str, list[dict]] = {}
     if summary["agreement"] is not None:
-        tables["disagreements"] = _rows(diffs.orderBy("side", "trace_id", "file"), 50)
+        # real alarms first (judged on both sides, or on one side only); the traces outside
+        # the loaded graph (distributed verdict out_of_scope) last (report.agreement_view)
+        outside = (F.col("side") == "both") & (F.col("spark_verdict") == "out_of_scope")
+        tables["disagreements"] = _rows(diffs.orderBy(outside, "side", "trace_id", "file"), 50)
     if g is not None:
         say("coverage of the state graph")
         cov = coverage.coverage(steps, g.states, g.edges, g.name, g.protocol, sample,
@@ -170,6 +173,7 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         for name, df in cov.items():
             cov[name] = _write(df, tmp / name)
         tables["coverage_summary"] = _rows(cov["coverage_summary"])
+        tables["coverage_by_impl"] = _rows(cov["coverage_by_impl"])
         tables["coverage_actions"] = _rows(cov["coverage_actions"])
         tables["unvisited_states"] = _rows(cov["unvisited_states"])
         ct = cov["coverage_traces"]
@@ -180,6 +184,7 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
             "states", "states_visited", "state_share", "edges", "edges_visited", "edge_share",
             "actions", "actions_visited", "graph_bounds", "traces", "traces_in_coverage",
             "traces_other_bounds", "traces_bounds_unstated", "traces_bounds_unchecked")}
+        summary["coverage_by_impl"] = tables["coverage_by_impl"]
         summary["coverage_bounds"] = [
             {"bounds": r.bounds, "bounds_match": r.bounds_match, "traces": r["count"]}
             for r in ct.groupBy("bounds", "bounds_match").count()

@@ -28,7 +28,7 @@ __all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies"
            "metrics_by_profile", "metrics_by_bug", "latency_histogram", "PER_STEP_TABLES",
            "register_per_step_table", "state_scalars", "step_window", "pair_values", "trace_keys"]
 
-KEYS = ("trace_id", "protocol", "fault_profile", "bug", "bounds_config")
+KEYS = ("trace_id", "protocol", "impl", "fault_profile", "bug", "bounds_config")
 STATE_KEY = ("sk1", "sk2")          # ingest.STATE_KEY: a step's row in `states`
 PREV_KEY = ("prev_sk1", "prev_sk2")
 
@@ -149,9 +149,9 @@ OBS_BYTES_PER_STATE = 600
 
 
 def trace_keys(traces: DataFrame) -> DataFrame:
-    """KEYS of every trace (the `traces` table: protocol, fault profile, bug or `none`,
-    bounds config), one row each."""
-    return traces.select("trace_id", "protocol", "fault_profile",
+    """KEYS of every trace (the `traces` table: protocol, implementation, fault profile, bug
+    or `none`, bounds config), one row each."""
+    return traces.select("trace_id", "protocol", "impl", "fault_profile",
                          F.coalesce("bug", F.lit("none")).alias("bug"), "bounds_config")
 
 
@@ -241,9 +241,9 @@ def register_per_step_table(name: str, fn: Callable[[DataFrame], DataFrame]) -> 
 
 
 def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame,
-                       by: tuple[str, ...] = ("protocol", "fault_profile")) -> DataFrame:
-    """The protocol metrics per group: by protocol and fault profile (the default), or by
-    other columns of the trace metrics (metrics_by_bug)."""
+                       by: tuple[str, ...] = ("protocol", "impl", "fault_profile")) -> DataFrame:
+    """The protocol metrics per group: by protocol, implementation (refimpl, kafka) and fault
+    profile (the default), or by other columns of the trace metrics (metrics_by_bug)."""
     g = by
     a = tm.groupBy(*g).agg(
         F.count(F.lit(1)).alias("traces"),
@@ -270,18 +270,19 @@ def metrics_by_profile(tm: DataFrame, el: DataFrame, cl: DataFrame,
 
 
 def metrics_by_bug(tm: DataFrame, el: DataFrame, cl: DataFrame) -> DataFrame:
-    """metrics_by_profile grouped by protocol, fault profile and planted bug (`none`: no bug
-    planted), so that a bug's runs compare with bug-free runs under the same faults."""
-    return metrics_by_profile(tm, el, cl, by=("protocol", "fault_profile", "bug"))
+    """metrics_by_profile grouped by protocol, implementation, fault profile and planted bug
+    (`none`: no bug planted), so that a bug's runs compare with bug-free runs under the same
+    faults."""
+    return metrics_by_profile(tm, el, cl, by=("protocol", "impl", "fault_profile", "bug"))
 
 
-HIST_SCHEMA = ("protocol string, fault_profile string, bin long, lo long, hi long, "
-               "count long")
+HIST_SCHEMA = ("protocol string, impl string, fault_profile string, bin long, lo long, "
+               "hi long, count long")
 
 
 def latency_histogram(lat: DataFrame, bins: int = HIST_BINS) -> DataFrame:
     """The report's histogram of a latency table (election_latency or commit_latency): per
-    protocol and fault profile, how many latencies fall in each of at most `bins` bins of one
+    protocol, implementation and fault profile, how many latencies fall in each of at most `bins` bins of one
     integer width over the whole table (fields.hist_grid; empty bins have no row).  Its size is
     bounded by groups x bins, so the driver never collects the latencies themselves."""
     r = lat.agg(F.min("latency_ms").alias("lo"), F.max("latency_ms").alias("hi")).first()
@@ -289,9 +290,9 @@ def latency_histogram(lat: DataFrame, bins: int = HIST_BINS) -> DataFrame:
         return lat.sparkSession.createDataFrame([], HIST_SCHEMA)
     origin, width = hist_grid(r.lo, r.hi, bins)
     b = F.expr(f"(latency_ms - ({origin})) div {width}")  # integer division; never negative
-    return (lat.groupBy("protocol", "fault_profile", b.alias("bin"))
+    return (lat.groupBy("protocol", "impl", "fault_profile", b.alias("bin"))
             .agg(F.count(F.lit(1)).alias("count"))
-            .select("protocol", "fault_profile", "bin",
+            .select("protocol", "impl", "fault_profile", "bin",
                     (F.col("bin") * width + origin).alias("lo"),
                     ((F.col("bin") + 1) * width + origin).alias("hi"), "count")
-            .orderBy("protocol", "fault_profile", "bin"))
+            .orderBy("protocol", "impl", "fault_profile", "bin"))

@@ -27,7 +27,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape  # noqa: E40
 
 from spark_trace_analysis.definitions import METRICS, by_key  # noqa: E402
 
-__all__ = ["render_report", "figures", "behaviour_table"]
+__all__ = ["render_report", "figures", "behaviour_table", "agreement_view"]
 
 VERDICT_COLORS = {"valid": "#2e7d32", "invalid": "#c62828", "out_of_scope": "#9e9e9e",
                   "malformed": "#ef6c00", "unchecked": "#90caf9"}
@@ -144,8 +144,22 @@ def _failing_steps(rows: list[dict]):
     return fig
 
 
+def with_impl(tables: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The tables with each row's `protocol` naming its implementation too when it is not the
+    refimpl (`kafka:kraft`), so that every table and plot groups Kafka's runs apart from the
+    refimpl's (the rows carry `impl` from spark_trace_analysis.ingest)."""
+    def label(r: dict) -> dict:
+        impl = r.get("impl")
+        if impl in (None, "refimpl") or "protocol" not in r:
+            return r
+        return {**r, "protocol": f"{impl}:{r['protocol']}"}
+    return {k: [label(r) if isinstance(r, dict) else r for r in v] if isinstance(v, list) else v
+            for k, v in tables.items()}
+
+
 def figures(tables: dict[str, list[dict]]) -> dict:
     """The report's matplotlib figures (None where there is nothing to plot)."""
+    tables = with_impl(tables)
     return {
         "coverage": _coverage_plot(tables.get("coverage_actions") or []),
         "by_profile": _stacked(_sum_by(tables["conformance"], "fault_profile"), "fault_profile",
@@ -230,7 +244,33 @@ def behaviour_table(rows: list[dict], key: str, within: tuple[str, ...] = ()) ->
             "context": [w.replace("_", " ") for w in within]}
 
 
+def _outside_graph(row: dict) -> bool:
+    """A row of the disagreements table that is no disagreement: the checker judged the trace,
+    the distributed validation did not (out of scope: outside the one graph it loaded)."""
+    return row.get("side") == "both" and row.get("spark_verdict") == "out_of_scope"
+
+
+def agreement_view(a: dict | None, rows: list[dict]) -> dict | None:
+    """The distributed validation against the checker's verdicts, as the report shows it:
+
+    judged   traces both sides judged (the distributed verdict is not out of scope)
+    agreed   of those, the traces on which both give the same verdict, step and action
+    alarms   real disagreements: judged by both and differing, or a verdict on one side only
+             (`alarm_rows`: the first of them)
+    outside  traces only the checker judged: outside the loaded graph (other bounds, another
+             protocol), where the distributed validation says out of scope; not an alarm
+    `a` is summary["agreement"] (validate.agreement_counts), `rows` the disagreements table."""
+    if not a:
+        return None
+    real = a["judged_in_graph"] - a["agree_in_graph"]
+    one_sided = a["checker_only"] + a["spark_only"]
+    return {"judged": a["judged_in_graph"], "agreed": a["agree_in_graph"],
+            "alarms": real + one_sided, "outside": a["disagree"] - real - one_sided,
+            "alarm_rows": [r for r in rows if not _outside_graph(r)]}
+
+
 def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
+    tables = with_impl(tables)
     cov_actions = tables.get("coverage_actions") or []
     plots = {k: _png(f) for k, f in figures(tables).items()}
     cov = (tables.get("coverage_summary") or [None])[0]
@@ -244,7 +284,7 @@ def render_report(summary: dict, tables: dict[str, list[dict]]) -> str:
         by_bug=behaviour_table(tables.get("metrics_by_bug") or [], "bug", ("fault_profile",)),
         actions=tables.get("actions") or [], bad=(tables.get("bad_rows") or [])[:50],
         bad_verdicts=(tables.get("bad_rows_verdicts") or [])[:50],
-        disagreements=(tables.get("disagreements") or [])[:50],
+        agreement=agreement_view(summary.get("agreement"), tables.get("disagreements") or []),
         excluded=(tables.get("coverage_excluded") or [])[:50],
         defs=by_key(), metric_list=METRICS)
 

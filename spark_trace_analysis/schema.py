@@ -29,6 +29,8 @@ LINE = T.StructType([
     _f("schema", S), _f("trace_id", S), _f("protocol", S), _f("seed", L),
     _f("fault_profile", S), _f("bug", S), _f("bounds", S), _f("spec_module", S),
     _f("model_values", T.ArrayType(S)), _f("variables", T.ArrayType(S)),
+    # the implementation that produced the run (absent: the refimpl; kafka_bridge writes it)
+    _f("impl", T.StructType([_f("name", S), _f("version", S)])),
     # step
     _f("step", L), _f("time_ms", L), _f("action", S), _f("params", S), _f("state", S),
     # footer

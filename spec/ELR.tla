@@ -107,7 +107,15 @@ CONSTANTS
     BugLastKnownElrLiteral,    \* LastKnownELR per the literal text of §"Other behaviors" 6a
     BugSkipPartitionEpochCheck, \* the controller accepts an AlterPartition with a stale partition epoch
     BugHwmOnPendingIsr,        \* the leader's HWM uses its pending ISR as if it were committed
-    BugStaleLeaderAcks         \* a replaced leader answers its acks=all purgatory as successful
+    BugStaleLeaderAcks,        \* a replaced leader answers its acks=all purgatory as successful
+
+    \* --- Kafka's reading (Apache Kafka 4.x's controller, docs/kafka-conformance.md
+    \*     "KIP-966 controller"): all FALSE in the KIP configurations, TRUE in the
+    \*     kafka-4.x judge configs (tlc_configs/elr-kafka-*.cfg)
+    KafkaLeaderlessEpochBump,  \* D3: a partition change to "no leader" bumps the leader epoch
+    KafkaLastKnownLeader,      \* D2: LastKnownElr holds the last known leader (no KIP LastKnownELR)
+    KafkaMinIsrClearsElr,      \* D1: every min.insync.replicas change clears ELR and LastKnownElr
+    KafkaRegistersFenced       \* K1: a (re)registered broker stays fenced until its next heartbeat
 
 Strategies == {"Aggressive", "Balanced", "None"}
 
@@ -127,7 +135,8 @@ ASSUME
                    BugBalancedFixedReplies, BugAcceptStaleReplies,
                    BugLongestLogIgnoresEpoch, BugLastKnownElrLiteral,
                    BugSkipPartitionEpochCheck, BugHwmOnPendingIsr,
-                   BugStaleLeaderAcks} : bug \in BOOLEAN
+                   BugStaleLeaderAcks, KafkaLeaderlessEpochBump, KafkaLastKnownLeader,
+                   KafkaMinIsrClearsElr, KafkaRegistersFenced} : bug \in BOOLEAN
     /\ BugSkipElrRule \in {"off", "1", "2a", "2b", "2c"}
 
 -----------------------------------------------------------------------------
@@ -339,6 +348,26 @@ LastKnownLeaderAfter(st) ==
     THEN CHOOSE x \in isr : TRUE          \* isr is a singleton here
     ELSE lastKnownLeader
 
+\* KafkaLastKnownLeader (Kafka's PartitionChangeBuilder.canElectLastKnownLeader,
+\* useLastKnownLeaderInBalancedRecovery = true): with ELR enabled, the last known
+\* leader recorded BEFORE this step is elected when the target ISR and ELR are empty
+\* and it is an acceptable leader -- whatever the recovery strategy (so also before an
+\* unclean election, D4).  KIP-966 §"Delivery plan": "the controller will elect the
+\* last known leader ... once it is unfenced".
+KafkaLastKnownLeaderCandidates(st, eligible) ==
+    IF ElrEnabled /\ st.isr = {} /\ st.elr = {} /\ lastKnownLeader \in eligible
+    THEN {lastKnownLeader}
+    ELSE {}
+
+\* KafkaLastKnownLeader: the last known leader after outcome o
+\* (PartitionChangeBuilder.maybeUpdateLastKnownLeader): the leader is recorded when
+\* the partition becomes leaderless (its LastKnownElr empty), cleared when a leader is
+\* elected, and otherwise kept (the field is not updated while there is no leader).
+KafkaLastKnownLeaderAfter(o) ==
+    CASE o.leader /= NoBroker -> NoBroker
+      [] leader /= NoBroker /\ lastKnownLeader = NoBroker -> leader
+      [] OTHER -> lastKnownLeader
+
 \* Elect c.  An ISR member keeps the ISR; an ELR member is "added to ISR, and
 \* removed from ELR" (controller behavior 3); anyone else is an unclean
 \* election: ISR = {c}, and the ELR fields are cleaned (as Kafka does).
@@ -365,8 +394,10 @@ ElectOutcome(st, c) ==
 ElectionOutcomes(st, eligible, incumbent) ==
     LET lkl   == LastKnownLeaderAfter(st)
         cands == CleanCandidates(st.isr, st.elr, eligible, ElrEnabled)
-                 \cup LastKnownLeaderCandidates(st.isr, st.elr, lkl, eligible,
-                          RecoveryStrategy, UncleanRecoveryEnabled, ElrEnabled)
+                 \cup IF KafkaLastKnownLeader
+                     THEN KafkaLastKnownLeaderCandidates(st, eligible)
+                     ELSE LastKnownLeaderCandidates(st.isr, st.elr, lkl, eligible,
+                              RecoveryStrategy, UncleanRecoveryEnabled, ElrEnabled)
     IN  IF incumbent /= NoBroker /\ incumbent \in st.isr /\ incumbent \in eligible
         THEN {[leader |-> incumbent, elected |-> FALSE, isr |-> st.isr, elr |-> st.elr,
                lastKnownElr |-> st.lastKnownElr, lastKnownLeader |-> lkl]}
@@ -385,18 +416,25 @@ ElectionOutcomes(st, eligible, incumbent) ==
 (* log function after the step.                                            *)
 (***************************************************************************)
 ApplyPartition(o) ==
-    LET changed == \/ o.elected \/ o.leader /= leader \/ o.isr /= isr \/ o.elr /= elr
-                   \/ o.lastKnownElr /= lastKnownElr
-                   \/ o.lastKnownLeader /= lastKnownLeader
-    IN  /\ o.elected => leaderEpoch < MaxLeaderEpoch
+    LET lke     == IF KafkaLastKnownLeader THEN {} ELSE o.lastKnownElr
+        lkl     == IF KafkaLastKnownLeader THEN KafkaLastKnownLeaderAfter(o)
+                   ELSE o.lastKnownLeader
+        \* KafkaLeaderlessEpochBump: Kafka's PartitionChangeRecord sets leader -1 and
+        \* PartitionRegistration.merge bumps the leader epoch for every leader change
+        bump    == \/ o.elected
+                   \/ KafkaLeaderlessEpochBump /\ o.leader = NoBroker /\ leader /= NoBroker
+        changed == \/ o.elected \/ o.leader /= leader \/ o.isr /= isr \/ o.elr /= elr
+                   \/ lke /= lastKnownElr
+                   \/ lkl /= lastKnownLeader
+    IN  /\ bump => leaderEpoch < MaxLeaderEpoch
         /\ changed => partitionEpoch < MaxPartitionEpoch
         /\ leader'          = o.leader
-        /\ leaderEpoch'     = IF o.elected THEN leaderEpoch + 1 ELSE leaderEpoch
+        /\ leaderEpoch'     = IF bump THEN leaderEpoch + 1 ELSE leaderEpoch
         /\ partitionEpoch'  = IF changed THEN partitionEpoch + 1 ELSE partitionEpoch
         /\ isr'             = o.isr
         /\ elr'             = o.elr
-        /\ lastKnownElr'    = o.lastKnownElr
-        /\ lastKnownLeader' = o.lastKnownLeader
+        /\ lastKnownElr'    = lke
+        /\ lastKnownLeader' = lkl
 
 CommittedAfter(o, lg) ==
     IF o.elected THEN SubSeq(committedLog, 1, CommonPrefixLen(lg[o.leader], committedLog))
@@ -867,7 +905,12 @@ RestartBroker(b, k) ==
            newLog          == [log EXCEPT ![b] = SubSeq(@, 1, k)]
            incumbent       == IF leader = b THEN NoBroker ELSE leader
        IN  /\ log' = newLog
-           /\ \E o \in ElectionOutcomes(RemovalState(b, unclean), Unfenced \cup {b},
+           \* KafkaRegistersFenced: the new registration is fenced (Kafka's
+           \* RegisterBrokerRecord); the broker is unfenced by UnfenceBroker, its first
+           \* heartbeat after catching up (Kafka's BrokerHeartbeatManager)
+           /\ \E o \in ElectionOutcomes(RemovalState(b, unclean),
+                                        IF KafkaRegistersFenced THEN Unfenced \ {b}
+                                        ELSE Unfenced \cup {b},
                                         incumbent) :
                  /\ ApplyPartition(o)
                  /\ InstallViewFrom(b, ViewAfter, newLog, CommittedAfter(o, newLog))
@@ -875,7 +918,7 @@ RestartBroker(b, k) ==
     /\ flushed'           = [flushed EXCEPT ![b] = k]
     /\ shutdownFile'      = [shutdownFile EXCEPT ![b] = -1]
     /\ brokerEpoch'       = [brokerEpoch EXCEPT ![b] = @ + 1]
-    /\ fenced'            = [fenced EXCEPT ![b] = FALSE]
+    /\ fenced'            = [fenced EXCEPT ![b] = KafkaRegistersFenced]
     /\ LET lost == {<<i, log[b][i]>> : i \in k + 1 .. CountedPrefix(b)}
        IN  lostCommitted' = [lostCommitted EXCEPT ![b] = @ \cup lost]
     /\ UNCHANGED <<minIsr, replies, alterPartition, uncleanShutdowns>>
@@ -892,14 +935,25 @@ RestartBroker(b, k) ==
 \* min(min ISR, replication factor) (§"Compatibility").  Brokers see the new
 \* config with the metadata (abstraction A11); a leader applies it at its next HWM
 \* computation (its next fetch round).
+\* KafkaMinIsrClearsElr (Kafka's ConfigurationControlManager.createClearElrRecordsAsNeeded
+\* and ReplicationControlManager.removeTopicElrs): every change of the topic's
+\* min.insync.replicas writes a ClearElrRecord, which empties ELR and LastKnownElr (so
+\* also the last known leader Kafka keeps there) whatever the ISR, bumps the partition
+\* epoch if they were not empty, and elects no one.
 ChangeMinIsr(m) ==
     /\ SyncGate
     /\ m /= minIsr
     /\ minIsr' = m
-    /\ LET newEff == EffectiveMinIsr(m, ReplicationFactor)
-           st     == ElrUpdate(isr, elr, lastKnownElr, isr, newEff, {},
-                               ElrEnabled, BugSkipElrRule, BugLastKnownElrLiteral)
-       IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log)
+    /\ IF KafkaMinIsrClearsElr /\ ElrEnabled
+       THEN LET cleared == elr /= {} \/ lastKnownElr /= {} \/ lastKnownLeader /= NoBroker
+            IN  /\ cleared => partitionEpoch < MaxPartitionEpoch
+                /\ elr' = {} /\ lastKnownElr' = {} /\ lastKnownLeader' = NoBroker
+                /\ partitionEpoch' = IF cleared THEN partitionEpoch + 1 ELSE partitionEpoch
+                /\ UNCHANGED <<leader, leaderEpoch, isr, committedLog>>
+       ELSE LET newEff == EffectiveMinIsr(m, ReplicationFactor)
+                st     == ElrUpdate(isr, elr, lastKnownElr, isr, newEff, {},
+                                    ElrEnabled, BugSkipElrRule, BugLastKnownElrLiteral)
+            IN  \E o \in ElectionOutcomes(st, Unfenced, leader) : ApplyOutcome(o, log)
     /\ UNCHANGED <<brokerVars, brokerEpoch, fenced, replies, replicaVars, otherGhostVars>>
 
 -----------------------------------------------------------------------------

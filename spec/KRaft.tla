@@ -82,6 +82,53 @@ CONSTANTS
     BugSkipFetchValidation   \* leader serves records without validating
                              \* FetchOffset / LastFetchedEpoch
 
+(***************************************************************************)
+(* Kafka 3.7 switches (docs/kafka-conformance.md).  Each, when TRUE, makes *)
+(* one rule behave as Apache Kafka 3.7.2's KafkaRaftClient does where it   *)
+(* differs from this module's reading of KIP-595.  They are FALSE in every *)
+(* configuration except the kafka-3.7 judges (tlc_configs/*kafka-3.7*.cfg) *)
+(* and the kraft-ci-kafka-* / kraft-deep-kafka-* configurations that       *)
+(* model-check one deviation each.  With all of them FALSE this module is  *)
+(* unchanged: every guard below is "Kafka* => ..." or "IF Kafka* ...".     *)
+(***************************************************************************)
+CONSTANTS
+    KafkaVoteForgottenOnLeader,   \* the quorum-state file keeps votedId only
+                                  \* while no leader is known (ElectionState.
+                                  \* withElectedLeader); a follower grants no
+                                  \* vote, not even again to its leader
+    KafkaCheckQuorumResigns,      \* the leader progress timeout (check quorum)
+                                  \* makes the leader Resigned, not a candidate
+    KafkaResignedRepeatsEndQuorumEpoch, \* a Resigned leader (also after a
+                                  \* restart, with no successors) re-sends
+                                  \* EndQuorumEpoch until answered; every
+                                  \* receiver answers and only steps down (the
+                                  \* first successor's timer fires at once)
+    KafkaClusterIdErrorsNotFatal, \* INCONSISTENT_CLUSTER_ID is a top-level
+                                  \* error answer and a retry: never fatal, and
+                                  \* not a vote rejection
+    KafkaRejectedCandidateBacksOff, \* a candidate whose election cannot be won
+                                  \* stays Candidate (backing off), sends no
+                                  \* more Vote requests, until its timer fires
+    KafkaLeaderFromVoteResponse,  \* a VoteResponse of the current epoch naming
+                                  \* a leader makes a leaderless replica its
+                                  \* follower (maybeHandleCommonResponse)
+    KafkaDivergingFetchNotCounted, \* a Fetch answered with DivergingEpoch is
+                                  \* neither an endorsement nor counted by the
+                                  \* check-quorum window
+    KafkaEndOffsetIsLastFetch,    \* the leader records a voter's end offset as
+                                  \* its last valid FetchOffset (may go down)
+    KafkaHwmHiddenUntilEpochCommit, \* a new leader answers Fetch with HWM -1
+                                  \* until it has committed in its own epoch
+    KafkaFetchReturnsBatches,     \* a Fetch is answered with the records from
+                                  \* FetchOffset to any later offset of the
+                                  \* leader's log (Kafka: up to 2 batches in
+                                  \* MockLog, up to 8 MiB on disk)
+    KafkaObserverFetchesAnyVoter, \* an observer following a leader may send a
+                                  \* Fetch to any voter (leader unreachable)
+    KafkaLeaderFlushAdvancesHwm   \* the leader recomputes its HWM when its own
+                                  \* log end offset moves (a single voter
+                                  \* commits without any Fetch)
+
 Server == Voters \cup Observers
 
 (***************************************************************************)
@@ -281,6 +328,12 @@ EndQuorumEpochRequest(i, j, successors) ==      \* LeaderId = ReplicaId = src
      epoch |-> currentEpoch[i], preferredSuccessors |-> successors,
      clusterId |-> ClusterOf[i]]
 
+\* Sent only under KafkaResignedRepeatsEndQuorumEpoch (KIP-595 §"EndQuorumEpoch
+\* Response Handling"; this module otherwise leaves the response out).
+EndQuorumEpochResponse(j, i, e, l, err) ==
+    [type |-> "EndQuorumEpochResponse", src |-> j, dest |-> i, epoch |-> e,
+     leaderId |-> l, error |-> err]
+
 FetchRequest(i, j) ==
     [type |-> "FetchRequest", src |-> i, dest |-> j,
      epoch |-> currentEpoch[i],                 \* CurrentLeaderEpoch
@@ -316,7 +369,9 @@ ClearCandidateAndLeaderState(i) ==
 (* §"FetchResponse Handling" step 1.                                       *)
 (***************************************************************************)
 StepDown(i, e, l) ==
-    LET v == IF e > currentEpoch[i] THEN Nil ELSE votedId[i]
+    LET v == IF \/ e > currentEpoch[i]
+               \/ (KafkaVoteForgottenOnLeader /\ l # Nil)
+            THEN Nil ELSE votedId[i]
     IN  /\ currentEpoch' = [currentEpoch EXCEPT ![i] = e]
         /\ votedId'      = [votedId      EXCEPT ![i] = v]
         /\ leaderId'     = [leaderId     EXCEPT ![i] = l]
@@ -353,7 +408,8 @@ StartElection(i, e) ==
 BeginElection(i, e) ==
     IF IsElectionQuorumOf(i, {i})
     THEN /\ currentEpoch' = [currentEpoch EXCEPT ![i] = e]
-         /\ votedId'      = [votedId      EXCEPT ![i] = i]
+         /\ votedId'      = [votedId      EXCEPT ![i] =
+                               IF KafkaVoteForgottenOnLeader THEN Nil ELSE i]
          /\ leaderId'     = [leaderId     EXCEPT ![i] = i]
          /\ role'         = [role         EXCEPT ![i] = "Leader"]
          /\ log'          = [log EXCEPT ![i] = @ \o EpochStartRecords(@, e)]
@@ -375,6 +431,8 @@ BeginElection(i, e) ==
 BecomeLeader(i) ==
     /\ role'     = [role     EXCEPT ![i] = "Leader"]
     /\ leaderId' = [leaderId EXCEPT ![i] = i]
+    /\ votedId'  = IF KafkaVoteForgottenOnLeader
+                   THEN [votedId EXCEPT ![i] = Nil] ELSE votedId
     /\ log'      = [log EXCEPT ![i] = @ \o EpochStartRecords(@, currentEpoch[i])]
     /\ ClearCandidateAndLeaderState(i)
 
@@ -446,29 +504,6 @@ Timeout(i) ==
     /\ BeginElection(i, currentEpoch[i] + 1)
     /\ UNCHANGED <<highWatermark, msgs, restartCount, ghostCommitted>>
 
-(***************************************************************************)
-(* KIP-595 §"Leader Progress Timeout" (revision): "if the leader did not   *)
-(* receive Fetch requests from a majority of the quorum for that amount of *)
-(* time, it would begin a new election".  fetchedSinceCheck[i] collects    *)
-(* the voters whose Fetch arrived in the current check window; a window is *)
-(* closed (the set emptied, see RecordFetch) as soon as they and the       *)
-(* leader form a majority, i.e. the progress condition is met and the     *)
-(* timer restarts.  The timer can thus expire only while the leader has    *)
-(* not heard from a majority since the last time it had.  (Without clocks  *)
-(* this admits every real timing of the checks.)                           *)
-(***************************************************************************)
-LeaderProgressTimeout(i) ==
-    /\ i \in TimeoutVoters
-    /\ role[i] = "Leader"
-    /\ ~IsQuorumOf(i, fetchedSinceCheck[i] \cup {i})
-    /\ currentEpoch[i] < MaxEpoch
-    /\ StartElection(i, currentEpoch[i] + 1)
-    /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
-
-\* The leader's progress window after a Fetch from voter f.
-RecordFetch(S, i, f) ==
-    IF IsQuorumOf(i, S \cup {i, f}) THEN {} ELSE S \cup {f}
-
 \* The orders of the other voters "sorted by each voter's current replicated
 \* offset in descending order" (ties in any order).
 SuccessorOrders(i) ==
@@ -479,20 +514,102 @@ SuccessorOrders(i) ==
             /\ \A k \in 1..(n - 1) :
                   followerEndOffset[i][s[k]] >= followerEndOffset[i][s[k + 1]]}
 
-\* KIP-595 §"EndQuorumEpoch": graceful resignation.  The leader becomes
-\* Resigned and sends EndQuorumEpoch with its preferred successors to every
-\* other voter, once, without retrying ("The leader treats this as a
-\* best-effort graceful shutdown").  Bound: not in MaxEpoch.
-Resign(i) ==
-    /\ role[i] = "Leader"
-    /\ currentEpoch[i] < MaxEpoch
-    /\ NumInFlight + Cardinality(VotersOf(i) \ {i}) <= MaxInFlight
-    /\ \E succ \in SuccessorOrders(i) :
-          msgs' = msgs (+) SetToBag({EndQuorumEpochRequest(i, j, succ) :
-                                          j \in VotersOf(i) \ {i}})
+\* KIP-595 §"EndQuorumEpoch": leader i becomes Resigned and sends
+\* EndQuorumEpoch with its preferred successors to every other voter, once,
+\* without retrying ("The leader treats this as a best-effort graceful
+\* shutdown").  Under KafkaResignedRepeatsEndQuorumEpoch the requests are
+\* sent by SendEndQuorumEpoch instead, as long as i stays Resigned.
+BecomeResigned(i) ==
+    /\ IF KafkaResignedRepeatsEndQuorumEpoch
+       THEN UNCHANGED msgs
+       ELSE /\ NumInFlight + Cardinality(VotersOf(i) \ {i}) <= MaxInFlight
+            /\ \E succ \in SuccessorOrders(i) :
+                  msgs' = msgs (+) SetToBag({EndQuorumEpochRequest(i, j, succ) :
+                                                  j \in VotersOf(i) \ {i}})
     /\ role' = [role EXCEPT ![i] = "Resigned"]
     /\ ClearCandidateAndLeaderState(i)
     /\ UNCHANGED <<persistentVars, highWatermark, restartCount, ghostVars>>
+
+(***************************************************************************)
+(* KIP-595 §"Leader Progress Timeout" (revision): "if the leader did not   *)
+(* receive Fetch requests from a majority of the quorum for that amount of *)
+(* time, it would begin a new election".  fetchedSinceCheck[i] collects    *)
+(* the voters whose Fetch arrived in the current check window; a window is *)
+(* closed (the set emptied, see RecordFetch) as soon as they and the       *)
+(* leader form a majority, i.e. the progress condition is met and the     *)
+(* timer restarts.  The timer can thus expire only while the leader has    *)
+(* not heard from a majority since the last time it had.  (Without clocks  *)
+(* this admits every real timing of the checks.)                           *)
+(*                                                                         *)
+(* KafkaCheckQuorumResigns: Kafka 3.7's LeaderState check-quorum timer     *)
+(* (1.5 x quorum.fetch.timeout.ms) expires and KafkaRaftClient.pollLeader  *)
+(* calls transitionToResigned(nonLeaderVotersByDescendingFetchOffset()):   *)
+(* the leader resigns (BecomeResigned) in its epoch and starts an election *)
+(* only when its election timer fires later (pollResigned, Timeout).       *)
+(***************************************************************************)
+LeaderProgressTimeout(i) ==
+    /\ i \in TimeoutVoters
+    /\ role[i] = "Leader"
+    /\ ~IsQuorumOf(i, fetchedSinceCheck[i] \cup {i})
+    /\ currentEpoch[i] < MaxEpoch
+    /\ IF KafkaCheckQuorumResigns
+       THEN BecomeResigned(i)
+       ELSE /\ StartElection(i, currentEpoch[i] + 1)
+            /\ UNCHANGED <<log, highWatermark, msgs, restartCount, ghostCommitted>>
+
+\* The leader's progress window after a Fetch from voter f.
+RecordFetch(S, i, f) ==
+    IF IsQuorumOf(i, S \cup {i, f}) THEN {} ELSE S \cup {f}
+
+\* KIP-595 §"EndQuorumEpoch": graceful resignation.  Bound: not in MaxEpoch.
+Resign(i) ==
+    /\ role[i] = "Leader"
+    /\ currentEpoch[i] < MaxEpoch
+    /\ BecomeResigned(i)
+
+(***************************************************************************)
+(* KafkaResignedRepeatsEndQuorumEpoch (KIP-595 §"EndQuorumEpoch"; Kafka    *)
+(* 3.7 KafkaRaftClient.pollResigned, ResignedState.unackedVoters): a       *)
+(* Resigned replica sends EndQuorumEpoch to every other voter that has not *)
+(* answered, again after each request timeout.  Which voters answered is   *)
+(* not modelled: any other voter may be sent one (a superset).  The        *)
+(* successor list is the one computed at resignation, sorted by end offset *)
+(* (LeaderState.nonLeaderVotersByDescendingFetchOffset), or empty after a  *)
+(* restart (QuorumState.initialize: new ResignedState(..., emptyList())); *)
+(* the model, which does not keep the list, allows any order of the other *)
+(* voters or the empty list.                                               *)
+(***************************************************************************)
+SuccessorLists(i) ==
+    LET others == VotersOf(i) \ {i}
+        n      == Cardinality(others)
+    IN  {<< >>} \cup {s \in [1..n -> others] : \A a, b \in 1..n : a # b => s[a] # s[b]}
+
+SendEndQuorumEpoch(i, j) ==
+    /\ KafkaResignedRepeatsEndQuorumEpoch
+    /\ role[i] = "Resigned"
+    /\ j \in VotersOf(i) \ {i}
+    /\ \E succ \in SuccessorLists(i) : Send(EndQuorumEpochRequest(i, j, succ))
+    /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
+
+(***************************************************************************)
+(* KafkaLeaderFlushAdvancesHwm (KIP-595 §"Extra condition on commitment":  *)
+(* a record is committed once a majority of the voters hold it; Kafka 3.7  *)
+(* KafkaRaftClient.flushLeaderLog -> LeaderState.updateLocalState ->       *)
+(* maybeUpdateHighWatermark): the leader recomputes its high watermark     *)
+(* when its own log end offset moves, not only on a voter's Fetch          *)
+(* (§"FetchRequest Handling" step 4).  It changes anything only where the *)
+(* leader's own end offset is what the majority waits for: a single-voter *)
+(* quorum, which otherwise never commits.                                  *)
+(***************************************************************************)
+AdvanceHighWatermarkOnFlush(i) ==
+    /\ KafkaLeaderFlushAdvancesHwm
+    /\ role[i] = "Leader"
+    /\ LET h == NewHighWatermark(i, followerEndOffset[i])
+       IN  /\ h > highWatermark[i]
+           /\ highWatermark'  = [highWatermark EXCEPT ![i] = h]
+           /\ ghostCommitted' = RecordCommitted(i, h)
+    /\ UNCHANGED <<persistentVars, role, candidateVars, leaderVars, msgs,
+                   restartCount, ghostVotes>>
 
 \* KIP-595 §"Client Interactions": the leader appends a client record.
 ClientRequest(i, v) ==
@@ -537,10 +654,14 @@ Restart(i) ==
 
 \* KIP-595 §"Vote": the candidate "sends a VoteRequest to all the other
 \* voters"; re-sent (after loss) until the voter has answered.
+\* KafkaRejectedCandidateBacksOff: Kafka 3.7 maybeSendVoteRequests sends
+\* only while the election can still be won (!CandidateState.isVoteRejected()).
 SendVoteRequest(i, j) ==
     /\ role[i] = "Candidate"
     /\ j \in ElectorateOf(i) \ {i}
     /\ j \notin votesGranted[i] \cup votesRejected[i]
+    /\ KafkaRejectedCandidateBacksOff =>
+          IsElectionQuorumOf(i, ElectorateOf(i) \ votesRejected[i])
     /\ Send(VoteRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
 
@@ -577,10 +698,16 @@ SendBeginQuorumEpoch(i, j) ==
 (***************************************************************************)
 \* KIP-595 §"Fetch" (followers pull from the leader) and §"Cluster
 \* Bootstrapping" steps 1 and 4 (discovery Fetch to a random voter).
+\* KafkaObserverFetchesAnyVoter: Kafka 3.7 pollFollowerAsObserver sends the
+\* Fetch to any voter (maybeSendAnyVoterFetch) when the request to its leader
+\* timed out or the connection backs off after an error.
 SendFetchRequest(i, j) ==
     /\ \/ role[i] = "Follower" /\ j = leaderId[i]
        \/ /\ role[i] \in {"Unattached", "Voted"}
           /\ leaderId[i] = Nil
+          /\ j \in VotersOf(i) \ {i}
+       \/ /\ KafkaObserverFetchesAnyVoter
+          /\ role[i] = "Follower" /\ i \notin VotersOf(i)
           /\ j \in VotersOf(i) \ {i}
     /\ Send(FetchRequest(i, j))
     /\ UNCHANGED <<nodeVars, restartCount, ghostVars>>
@@ -693,24 +820,42 @@ HandleVoteRequest(m) ==
 (* 2-voter case) the candidate "can immediately step down and backoff": it *)
 (* keeps its persisted self-vote (role Voted) and waits for its timer.     *)
 (***************************************************************************)
+(* KafkaClusterIdErrorsNotFatal: Kafka 3.7 answers INCONSISTENT_CLUSTER_ID  *)
+(* as a top-level error (handleTopLevelError: logged, retried), so it is   *)
+(* not recorded as a rejection.  KafkaLeaderFromVoteResponse: Kafka's      *)
+(* maybeHandleCommonResponse makes a replica that knows no leader of its   *)
+(* epoch follow the leader a response names (KIP-595 §"Leader Election and *)
+(* Data Replication", attribute 2: "We piggyback current leader and epoch  *)
+(* information on all responses").  KafkaRejectedCandidateBacksOff: Kafka  *)
+(* keeps the rejected candidate in CandidateState (startBackingOff) until  *)
+(* its timer fires; it is not Voted.                                      *)
 HandleVoteResponse(m) ==
     LET i == m.dest
     IN
     /\ role[i] # "Shutdown"
-    /\ CASE m.error # "INVALID_CLUSTER_ID" /\ m.epoch > currentEpoch[i] ->
+    /\ CASE KafkaClusterIdErrorsNotFatal /\ m.error = "INVALID_CLUSTER_ID" ->
+              UNCHANGED <<nodeVars, ghostVotes>>
+         [] m.error # "INVALID_CLUSTER_ID" /\ m.epoch > currentEpoch[i] ->
+              /\ StepDown(i, m.epoch, m.leaderId)
+              /\ UNCHANGED <<log, highWatermark>>
+         [] /\ KafkaLeaderFromVoteResponse
+            /\ m.epoch = currentEpoch[i]
+            /\ leaderId[i] = Nil
+            /\ m.leaderId \notin {Nil, i} ->
               /\ StepDown(i, m.epoch, m.leaderId)
               /\ UNCHANGED <<log, highWatermark>>
          [] role[i] = "Candidate" /\ m.epoch = currentEpoch[i] /\ m.voteGranted ->
               LET granted == votesGranted[i] \cup {m.src}
               IN  IF IsElectionQuorumOf(i, granted)
                   THEN /\ BecomeLeader(i)
-                       /\ UNCHANGED <<currentEpoch, votedId, highWatermark, ghostVotes>>
+                       /\ UNCHANGED <<currentEpoch, highWatermark, ghostVotes>>
                   ELSE /\ votesGranted' = [votesGranted EXCEPT ![i] = granted]
                        /\ UNCHANGED <<persistentVars, role, highWatermark,
                                       votesRejected, leaderVars, ghostVotes>>
          [] role[i] = "Candidate" /\ m.epoch = currentEpoch[i] /\ ~m.voteGranted ->
               LET rejected == votesRejected[i] \cup {m.src}
-              IN  IF ~IsElectionQuorumOf(i, ElectorateOf(i) \ rejected)
+              IN  IF /\ ~IsElectionQuorumOf(i, ElectorateOf(i) \ rejected)
+                     /\ ~KafkaRejectedCandidateBacksOff
                   THEN /\ StepDown(i, currentEpoch[i], Nil)
                        /\ UNCHANGED <<log, highWatermark>>
                   ELSE /\ votesRejected' = [votesRejected EXCEPT ![i] = rejected]
@@ -735,7 +880,13 @@ HandleBeginQuorumEpochRequest(m) ==
         l == m.src
     IN
     /\ role[j] # "Shutdown"
-    /\ CASE ~ClusterIdMatches(m) ->
+    /\ CASE ~ClusterIdMatches(m) /\ KafkaClusterIdErrorsNotFatal ->
+              \* Kafka 3.7 handleBeginQuorumEpochRequest: a top-level
+              \* INCONSISTENT_CLUSTER_ID answer, no state change.
+              /\ Reply(BeginQuorumEpochResponse(j, l, m.epoch, Nil,
+                                                "INVALID_CLUSTER_ID"), m)
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
+         [] ~ClusterIdMatches(m) ->
               /\ Shutdown(j)
               /\ Discard(m)
               /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars,
@@ -764,7 +915,7 @@ HandleBeginQuorumEpochResponse(m) ==
     LET l == m.dest
     IN
     /\ role[l] # "Shutdown"
-    /\ CASE m.epoch > currentEpoch[l] ->
+    /\ CASE m.error # "INVALID_CLUSTER_ID" /\ m.epoch > currentEpoch[l] ->
               /\ StepDown(l, m.epoch, m.leaderId)
               /\ UNCHANGED <<log, highWatermark>>
          [] role[l] = "Leader" /\ m.epoch = currentEpoch[l] /\ m.error = "NONE" ->
@@ -787,7 +938,41 @@ HandleBeginQuorumEpochResponse(m) ==
 (* the resigning (shutting-down) leader ignores it (§"EndQuorumEpoch       *)
 (* Response Handling").                                                    *)
 (***************************************************************************)
+(***************************************************************************)
+(* KafkaResignedRepeatsEndQuorumEpoch: Kafka 3.7's handleEndQuorumEpoch-   *)
+(* Request validates the clusterId (top-level error) and the epoch         *)
+(* (FENCED_LEADER_EPOCH), learns the epoch and leader (maybeTransition; a  *)
+(* second leader of a known epoch throws IllegalStateException, the       *)
+(* INVALID_QUORUM_STATE branch here), and answers; a follower of the       *)
+(* resigning leader sets its fetch timer to the successor's back-off, 0 if *)
+(* it is first or not in the list (endEpochElectionBackoff), so its        *)
+(* election is a later Timeout, never part of this step, and no voter is   *)
+(* refused for missing from the list.                                      *)
+(***************************************************************************)
+HandleEndQuorumEpochRequestKafka(m) ==
+    LET j == m.dest
+        l == m.src
+    IN
+    /\ role[j] # "Shutdown"
+    /\ CASE ~ClusterIdMatches(m) ->
+              /\ Reply(EndQuorumEpochResponse(j, l, m.epoch, Nil, "INVALID_CLUSTER_ID"), m)
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
+         [] m.epoch < currentEpoch[j] ->
+              /\ Reply(EndQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
+                                              "FENCED_LEADER_EPOCH"), m)
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
+         [] SecondLeaderOfKnownEpoch(m) ->
+              /\ Reply(EndQuorumEpochResponse(j, l, currentEpoch[j], leaderId[j],
+                                              "INVALID_QUORUM_STATE"), m)
+              /\ UNCHANGED <<nodeVars, ghostVotes>>
+         [] OTHER ->
+              /\ StepDown(j, m.epoch, l)
+              /\ Reply(EndQuorumEpochResponse(j, l, m.epoch, l, "NONE"), m)
+              /\ UNCHANGED <<log, highWatermark>>
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
+
 HandleEndQuorumEpochRequest(m) ==
+    IF KafkaResignedRepeatsEndQuorumEpoch THEN HandleEndQuorumEpochRequestKafka(m) ELSE
     LET j    == m.dest
         l    == m.src
         succ == m.preferredSuccessors
@@ -806,6 +991,26 @@ HandleEndQuorumEpochRequest(m) ==
          [] OTHER ->
               /\ StepDown(j, m.epoch, l)
               /\ UNCHANGED <<log, highWatermark>>
+    /\ Discard(m)
+    /\ UNCHANGED <<restartCount, ghostCommitted>>
+
+(***************************************************************************)
+(* KIP-595 §"EndQuorumEpoch Response Handling" (only sent under            *)
+(* KafkaResignedRepeatsEndQuorumEpoch): a larger epoch makes the resigned  *)
+(* leader update its quorum state and follow the leader named (Kafka 3.7   *)
+(* handleEndQuorumEpochResponse -> maybeHandleCommonResponse); an answer   *)
+(* without error only stops the re-sending to that voter (not modelled);   *)
+(* INCONSISTENT_CLUSTER_ID is a top-level error (ignored).                 *)
+(***************************************************************************)
+HandleEndQuorumEpochResponse(m) ==
+    LET i == m.dest
+    IN
+    /\ role[i] # "Shutdown"
+    /\ CASE m.error # "INVALID_CLUSTER_ID" /\ m.epoch > currentEpoch[i] ->
+              /\ StepDown(i, m.epoch, m.leaderId)
+              /\ UNCHANGED <<log, highWatermark>>
+         [] OTHER ->
+              UNCHANGED <<nodeVars, ghostVotes>>
     /\ Discard(m)
     /\ UNCHANGED <<restartCount, ghostCommitted>>
 
@@ -870,7 +1075,8 @@ HandleFetchRequest(m) ==
     /\ role[j] # "Shutdown"
     /\ CASE ~ClusterIdMatches(m) ->
               /\ Reply(FetchResponse(j, f, m.epoch,
-                                     IF role[j] = "Leader" THEN j ELSE Nil,
+                                     IF role[j] = "Leader" /\ ~KafkaClusterIdErrorsNotFatal
+                                     THEN j ELSE Nil,
                                      "INVALID_CLUSTER_ID", -1,
                                      << >>, NoDivergence, NoEcho), m)
               /\ UNCHANGED <<nodeVars, ghostCommitted>>
@@ -886,28 +1092,49 @@ HandleFetchRequest(m) ==
                              \/ IsValidFetchPosition(log[j], m.fetchOffset,
                                                      m.lastFetchedEpoch)
                   isVoter == f \in VotersOf(j)
+                  \* KafkaDivergingFetchNotCounted: Kafka 3.7 tryCompleteFetchRequest
+                  \* calls LeaderState.updateReplicaState (end offset, acknowledgement,
+                  \* check-quorum window) only for a VALID fetch position.
+                  counted == valid \/ ~KafkaDivergingFetchNotCounted
                   tracked == /\ f \in DOMAIN followerEndOffset[j]
                              /\ isVoter \/ f \in TargetOf(log[j])
+                             /\ counted
+                  \* KafkaEndOffsetIsLastFetch: ReplicaState.updateFollowerState sets
+                  \* endOffset to the FetchOffset (a lower one only logs a warning).
                   offsets == IF tracked
                              THEN [followerEndOffset[j] EXCEPT ![f] =
-                                     Max(@, IF valid THEN m.fetchOffset ELSE 0)]
+                                     IF valid /\ KafkaEndOffsetIsLastFetch THEN m.fetchOffset
+                                     ELSE Max(@, IF valid THEN m.fetchOffset ELSE 0)]
                              ELSE followerEndOffset[j]
                   hwm     == IF isVoter /\ valid
                              THEN NewHighWatermark(j, offsets)
                              ELSE highWatermark[j]
-                  records == IF valid /\ m.fetchOffset < Len(log[j])
-                             THEN << log[j][m.fetchOffset + 1] >>
-                             ELSE << >>
+                  \* KafkaHwmHiddenUntilEpochCommit: LeaderState.highWatermark is empty
+                  \* until an offset beyond the epoch start offset is committed
+                  \* (QuorumState.transitionToLeader); the response says -1.
+                  shownHwm == IF /\ KafkaHwmHiddenUntilEpochCommit
+                                 /\ ~(hwm > 0 /\ log[j][hwm].epoch = currentEpoch[j])
+                              THEN -1 ELSE hwm
+                  \* KafkaFetchReturnsBatches (KIP-595 §"Discussion: Pull v.s. Push
+                  \* Model": "respond with a batch of entries"): the records from
+                  \* FetchOffset up to any later offset.
+                  lastOut == IF KafkaFetchReturnsBatches
+                             THEN (m.fetchOffset + 1)..Len(log[j])
+                             ELSE {m.fetchOffset + 1}
                   div     == IF valid THEN NoDivergence
                              ELSE DivergingEpochFor(log[j], m.lastFetchedEpoch)
               IN  /\ followerEndOffset' = [followerEndOffset EXCEPT ![j] = offsets]
                   /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![j] =
-                                             IF isVoter THEN RecordFetch(@, j, f) ELSE @]
+                                             IF isVoter /\ counted
+                                             THEN RecordFetch(@, j, f) ELSE @]
                   /\ highWatermark'  = [highWatermark EXCEPT ![j] = hwm]
                   /\ ghostCommitted' = RecordCommitted(j, hwm)
-                  /\ Reply(FetchResponse(j, f, currentEpoch[j], j,
-                                         IF NotFollower(j, f) THEN "NOT_FOLLOWER" ELSE "NONE",
-                                         hwm, records, div, m), m)
+                  /\ \E k \in IF valid /\ m.fetchOffset < Len(log[j]) THEN lastOut ELSE {0} :
+                        LET records == IF k = 0 THEN << >>
+                                       ELSE SubSeq(log[j], m.fetchOffset + 1, k)
+                        IN  Reply(FetchResponse(j, f, currentEpoch[j], j,
+                                       IF NotFollower(j, f) THEN "NOT_FOLLOWER" ELSE "NONE",
+                                       shownHwm, records, div, m), m)
                   /\ UNCHANGED <<persistentVars, role, candidateVars>>
     /\ UNCHANGED <<restartCount, ghostVotes>>
 
@@ -933,7 +1160,8 @@ HandleFetchResponse(m) ==
     IN
     /\ role[i] # "Shutdown"
     /\ CASE /\ m.error = "INVALID_CLUSTER_ID"
-            /\ m.leaderId = m.src \/ BugClusterIdFatalFromNonLeader ->
+            /\ m.leaderId = m.src \/ BugClusterIdFatalFromNonLeader
+            /\ ~KafkaClusterIdErrorsNotFatal ->
               /\ Shutdown(i)
               /\ UNCHANGED <<persistentVars, highWatermark, candidateVars, leaderVars,
                              ghostVotes>>
@@ -1012,6 +1240,10 @@ ReceiveBeginQuorumEpochResponse ==
 ReceiveEndQuorumEpochRequest ==
     \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochRequest"
                               /\ HandleEndQuorumEpochRequest(m)
+\* KIP-595 §"EndQuorumEpoch Response Handling" (KafkaResignedRepeatsEndQuorumEpoch).
+ReceiveEndQuorumEpochResponse ==
+    \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochResponse"
+                              /\ HandleEndQuorumEpochResponse(m)
 \* KIP-595 §"FetchRequest Handling".
 ReceiveFetchRequest ==
     \E m \in BagToSet(msgs) : m.type = "FetchRequest" /\ HandleFetchRequest(m)
@@ -1029,16 +1261,19 @@ Next ==
     \/ \E i \in Server : Resign(i)
     \/ \E i \in Server, v \in Values : ClientRequest(i, v)
     \/ \E i \in Server : Restart(i)
+    \/ \E i \in Server : AdvanceHighWatermarkOnFlush(i)
     \* requests
     \/ \E i, j \in Server : SendVoteRequest(i, j)
     \/ \E i, j \in Server : SendBeginQuorumEpoch(i, j)
     \/ \E i, j \in Server : SendFetchRequest(i, j)
+    \/ \E i, j \in Server : SendEndQuorumEpoch(i, j)
     \* message handling
     \/ ReceiveVoteRequest
     \/ ReceiveVoteResponse
     \/ ReceiveBeginQuorumEpochRequest
     \/ ReceiveBeginQuorumEpochResponse
     \/ ReceiveEndQuorumEpochRequest
+    \/ ReceiveEndQuorumEpochResponse
     \/ ReceiveFetchRequest
     \/ ReceiveFetchResponse
     \* network faults
@@ -1060,13 +1295,15 @@ Handle(m) ==
       [] m.type = "BeginQuorumEpochRequest"  -> HandleBeginQuorumEpochRequest(m)
       [] m.type = "BeginQuorumEpochResponse" -> HandleBeginQuorumEpochResponse(m)
       [] m.type = "EndQuorumEpochRequest"    -> HandleEndQuorumEpochRequest(m)
+      [] m.type = "EndQuorumEpochResponse"   -> HandleEndQuorumEpochResponse(m)
       [] m.type = "FetchRequest"             -> HandleFetchRequest(m)
       [] m.type = "FetchResponse"            -> HandleFetchResponse(m)
 
 MessageTypes ==
     {"VoteRequest", "VoteResponse", "BeginQuorumEpochRequest",
      "BeginQuorumEpochResponse", "EndQuorumEpochRequest",
-     "FetchRequest", "FetchResponse"}
+     "FetchRequest", "FetchResponse"} \cup
+    (IF KafkaResignedRepeatsEndQuorumEpoch THEN {"EndQuorumEpochResponse"} ELSE {})
 
 Deliver(i, j, t) ==
     \E m \in BagToSet(msgs) : m.src = i /\ m.dest = j /\ m.type = t /\ Handle(m)
@@ -1074,6 +1311,7 @@ Deliver(i, j, t) ==
 Fairness ==
     /\ \A i \in Voters : WF_vars(Timeout(i))
     /\ \A i \in Voters : WF_vars(\E v \in Values : ClientRequest(i, v))
+    /\ \A i \in Voters : WF_vars(AdvanceHighWatermarkOnFlush(i))
     /\ \A i, j \in Server :
           /\ WF_vars(SendVoteRequest(i, j))
           /\ WF_vars(SendBeginQuorumEpoch(i, j))
@@ -1247,7 +1485,8 @@ WouldTakeIllegalBranch(m) ==
     /\ m.epoch >= currentEpoch[m.dest]
     /\ \/ m.type = "BeginQuorumEpochRequest" /\ SecondLeaderOfKnownEpoch(m)
        \/ /\ m.type = "EndQuorumEpochRequest"
-          /\ SecondLeaderOfKnownEpoch(m) \/ NotAPreferredSuccessor(m)
+          /\ \/ SecondLeaderOfKnownEpoch(m)
+             \/ NotAPreferredSuccessor(m) /\ ~KafkaResignedRepeatsEndQuorumEpoch
        \/ m.type = "VoteRequest" /\ VoteFromNonVoter(m)
 
 NoIllegalState == \A m \in BagToSet(msgs) : ~WouldTakeIllegalBranch(m)

@@ -103,8 +103,16 @@ MostUpToDate(i) ==
 \* No election is under way and no leader of the latest epoch exists (one
 \* that does makes itself known by BeginQuorumEpoch before any back-off
 \* expires): the next round may start.
+\* (Under KRaft.tla's KafkaRejectedCandidateBacksOff a candidate whose
+\* election cannot be won any more stays Candidate until its timer fires:
+\* its election is over, as a stepped-down candidate's is.)
+ElectionUnderWay(c) ==
+    /\ role[c] = "Candidate"
+    /\ KafkaRejectedCandidateBacksOff =>
+          IsElectionQuorumOf(c, ElectorateOf(c) \ votesRejected[c])
+
 RoundMayStart ==
-    /\ \A c \in Voters : role[c] # "Candidate"
+    /\ \A c \in Voters : ~ElectionUnderWay(c)
     /\ \A l \in Voters : ~(role[l] = "Leader" /\ currentEpoch[l] = LatestEpoch)
 
 ghost == <<faultsStopped, lostLeader>>
@@ -260,6 +268,12 @@ ProtocolStep ==
        \/ ReceiveEndQuorumEpochRequest
        \/ ReceiveFetchRequest
        \/ ReceiveFetchResponse
+       \* Kafka 3.7 switches of KRaft.tla (never enabled with them off): the
+       \* answer to EndQuorumEpoch, the leader's HWM on its own flush, and
+       \* (faults phase) the resigned leader's repeated EndQuorumEpoch.
+       \/ ReceiveEndQuorumEpochResponse
+       \/ \E i \in Server : AdvanceHighWatermarkOnFlush(i)
+       \/ ~faultsStopped /\ \E i, j \in Server : SendEndQuorumEpoch(i, j)
     /\ UNCHANGED ghost
 
 BackoffNext ==

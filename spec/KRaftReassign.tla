@@ -90,7 +90,20 @@ VARIABLES
 VARIABLES
     voterSet, quorumState, ghostLeaders
 
-K == INSTANCE KRaft
+\* Kafka 3.7's switches of KRaft.tla (docs/kafka-conformance.md) are off: this module
+\* is KIP-642 on KIP-595 (Kafka 3.7 has no reassignment).
+K == INSTANCE KRaft WITH KafkaVoteForgottenOnLeader <- FALSE,
+                    KafkaCheckQuorumResigns <- FALSE,
+                    KafkaResignedRepeatsEndQuorumEpoch <- FALSE,
+                    KafkaClusterIdErrorsNotFatal <- FALSE,
+                    KafkaRejectedCandidateBacksOff <- FALSE,
+                    KafkaLeaderFromVoteResponse <- FALSE,
+                    KafkaDivergingFetchNotCounted <- FALSE,
+                    KafkaEndOffsetIsLastFetch <- FALSE,
+                    KafkaHwmHiddenUntilEpochCommit <- FALSE,
+                    KafkaFetchReturnsBatches <- FALSE,
+                    KafkaObserverFetchesAnyVoter <- FALSE,
+                    KafkaLeaderFlushAdvancesHwm <- FALSE
 
 Server       == K!Server
 nodeVars     == <<currentEpoch, votedId, leaderId, log, role, highWatermark,

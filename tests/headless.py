@@ -1,8 +1,8 @@
 """A headless Debian chromium driven over its DevTools protocol (websocket-client), for tests
 that must see a page as a browser renders it: load, evaluate, screenshot, console errors.
 
-scripts/setup.sh installs chromium when it is missing; KRAFTCHECK_CHROMIUM names another
-binary.  The browser runs with a fresh profile, no network services and no sandbox (it runs as
+scripts/setup-test.sh (`make test`) installs chromium when it is missing; KRAFTCHECK_CHROMIUM
+names another binary.  The browser runs with a fresh profile, no network services and no sandbox (it runs as
 root in CI containers).
 """
 

@@ -25,3 +25,33 @@ def test_demo_corpora_have_unique_trace_ids_and_no_stale_files(tmp_path):
             assert header["trace_id"].endswith(f"@{cfg}") if cfg else "@" not in header["trace_id"]
             ids.append(header["trace_id"])
     assert len(ids) == len(set(ids)) == 2 * len(CORPORA)
+
+
+def test_demo_tlc_selection_has_per_spec_a_config_that_holds_and_a_bug_found():
+    """`kraftcheck demo` (default) runs the manifests' `demo` configs: per protocol at least
+    one exhaustive ci config with pinned counts and one bug config (tests/test_spec_models.py
+    checks each); --full runs the whole ci profile."""
+    from kraftcore.tlc.manifest import load_manifest
+    entries = load_manifest()
+    for protocol in sorted({e.protocol for e in entries}):
+        demo = [e for e in entries if e.protocol == protocol and e.demo]
+        assert any(e.profile == "ci" and e.mode == "bfs" and e.expect == "ok"
+                   and e.distinct_states is not None for e in demo), protocol
+        assert any(e.profile == "bugs" and e.expect != "ok" for e in demo), protocol
+    assert not [e.name for e in entries if e.demo and e.profile == "deep"]
+
+
+def test_demo_stages_default_and_full():
+    from kraftcheck.commands.demo import STAGES, stage_params
+    names = [s.name for s in STAGES]
+    assert len(names) == len(set(names))
+    assert {"tlc", "simulate", "validate", "stats", "proofs", "review", "liveness", "reassign",
+            "fail-closed"} <= set(names)
+    tlc = STAGES[names.index("tlc")]
+    assert stage_params(tlc, False) == {"profile": "demo", "only": None}
+    assert stage_params(tlc, True) == {"profile": "ci", "only": None}
+    assert stage_params(tlc, False, profile="bugs", only="x", seeds=3) == {
+        "profile": "bugs", "only": "x"}
+    sim = STAGES[names.index("simulate")]
+    assert stage_params(sim, False)["seeds"] < stage_params(sim, True)["seeds"] == 10
+    assert stage_params(sim, True, seeds=2) == {"seeds": 2}

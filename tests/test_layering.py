@@ -1,6 +1,7 @@
 """The packages' layering (issue 17), checked on the syntax tree of every module:
 
-    kraftcheck (the CLI)  ->  refimpl, trace_checker, spark_trace_analysis, proofs  ->  kraftcore
+    kraftcheck (the CLI)  ->  refimpl, trace_checker, spark_trace_analysis, proofs,
+                              kafka_bridge  ->  kraftcore
 
 kraftcore, the foundation, imports nothing of the project but itself; the packages in the
 middle import kraftcore and each other, never the CLI; kraftcheck may import everything.
@@ -17,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 
 FOUNDATION = "kraftcore"
-MIDDLE = ("refimpl", "trace_checker", "spark_trace_analysis", "proofs")
+MIDDLE = ("refimpl", "trace_checker", "spark_trace_analysis", "proofs", "kafka_bridge")
 TOP = "kraftcheck"
 LAYER = {FOUNDATION: 0, **{p: 1 for p in MIDDLE}, TOP: 2}
 

@@ -46,7 +46,7 @@ def report(tmp_path_factory):
 def test_report_renders_in_a_headless_browser(report, tmp_path):
     summary, root = report
     exe = find_chromium()
-    assert exe, "chromium is missing: `make setup` installs it (scripts/setup.sh)"
+    assert exe, "chromium is missing: `make setup-test` installs it (scripts/setup-test.sh)"
     with Chromium(exe) as b:
         b.open((root / "stats" / "report.html").as_uri())
         page = b.evaluate("""(() => {

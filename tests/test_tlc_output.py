@@ -29,6 +29,7 @@ OK_RUN = (msg(2262, "TLC2 Version 2.15 of Day Month 20?? (rev: d5b5a7f)")
           + msg(2200, "Progress(3) at 2026-11-22 04:00:00: 12 states generated (1 s/min), "
                       "9 distinct states found (1 ds/min), 2 states left on queue.")
           + msg(2199, "1,234 states generated, 1,000 distinct states found, 0 states left on queue.")
+          + msg(2193, "Model checking completed. No error has been found.")
           + msg(2194, "The depth of the complete state graph search is 17.")
           + msg(2186, "Finished in 1s at (2026-11-22 04:00:01)"))
 

@@ -29,7 +29,7 @@ class _FakeTLC:
         self.started: list[str] = []
         self.workers: list[int | None] = []
 
-    def __call__(self, entry, *, workers=None, timeout=None, progress=None):
+    def __call__(self, entry, *, workers=None, timeout=None, progress=None, cache=False):
         with self.lock:
             self.running += 1
             self.peak = max(self.peak, self.running)

@@ -145,9 +145,11 @@ KRAFT = load_manifest()
 def _kraft_trace(tmp: Path, bounds, spec_module: str = "KRaft", protocol: str = "kraft"):
     h = {"kind": "header", "schema": "kraftcheck-trace/1", "trace_id": "t", "protocol": protocol,
          "spec_module": spec_module, "variables": ["x"], "model_values": [], "bounds": bounds,
-         "bug": None, "seed": 0}
-    p = _write(tmp / "t.jsonl", [h, {"kind": "step", "step": 0, "action": "Init", "time_ms": 0,
-                                     "state": {"x": 1}}, {"kind": "footer", "steps": 0}])
+         "bug": None, "seed": 0, "fault_profile": "none"}
+    p = _write(tmp / "t.jsonl", [h, {"kind": "step", "trace_id": "t", "step": 0, "action": "Init",
+                                     "time_ms": 0, "state": {"x": 1}},
+                                 {"kind": "footer", "trace_id": "t", "steps": 0,
+                                  "end_reason": "max_steps", "invariants": {}, "violations": []}])
     return read_trace(p)
 
 

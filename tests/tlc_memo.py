@@ -28,5 +28,8 @@ def config_group(name: str) -> pytest.MarkDecorator:
 @functools.cache
 def manifest_run(name: str) -> TLCResult:
     """TLC on the manifest's config `name`, with its own bounds and worker count (or
-    KRAFTCHECK_TLC_WORKERS); the result is shared by every test of this process."""
-    return run_config(ENTRIES[name])
+    KRAFTCHECK_TLC_WORKERS); the result is shared by every test of this process, and through
+    the TLC result cache (kraftcore/tlc/cache.py) with `kraftcheck tlc suite` and the demo:
+    TLC's output of an identical run (same modules, config, jar, options) is parsed and
+    judged again instead of running TLC again."""
+    return run_config(ENTRIES[name], cache=True)

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from kraftcore.tla_values import parse_value
+from kraftcore.tla_values import check_depth, parse_value
 from kraftcore.values import Fn, Value, canonical_json, from_itf, make_fn
 
 __all__ = ["Codec", "Key", "parse_texts", "TextParser"]
@@ -68,6 +68,15 @@ class TextParser:
         self.memo: dict[str, Value] = {}
 
     def parse(self, text: str) -> Value:
+        """The value of one whole TLC value text; TLAValueSyntaxError when it is not one,
+        nests deeper than kraftcore.tla_values.MAX_DEPTH (checked before any recursion)."""
+        memo = self.memo
+        if text in memo:
+            return memo[text]
+        check_depth(text)
+        return self._parse(text)
+
+    def _parse(self, text: str) -> Value:
         memo = self.memo
         if text in memo:
             return memo[text]
@@ -82,10 +91,10 @@ class TextParser:
         first, last = t[0], t[-1]
         if first == "{" and last == "}":
             items = _split_top(t[1:-1], ",")
-            return None if items is None else frozenset(self.parse(x) for x in items)
+            return None if items is None else frozenset(self._parse(x) for x in items)
         if first == "<" and t.startswith("<<") and t.endswith(">>"):
             items = _split_top(t[2:-2], ",")
-            return None if items is None else tuple(self.parse(x) for x in items)
+            return None if items is None else tuple(self._parse(x) for x in items)
         if first == "[" and last == "]":
             items = _split_top(t[1:-1], ",")
             if items is None:
@@ -96,7 +105,7 @@ class TextParser:
                 name = name.strip()
                 if not sep or not name.isidentifier():
                     return None
-                fields.append((name, self.parse(val.strip())))
+                fields.append((name, self._parse(val.strip())))
             return make_fn(fields)
         if first == "(" and last == ")":
             pairs = _split_top(t[1:-1], "@@")
@@ -107,7 +116,7 @@ class TextParser:
                 kv = _split_top(p, ":>")
                 if kv is None or len(kv) != 2:
                     return None
-                out.append((self.parse(kv[0]), self.parse(kv[1])))
+                out.append((self._parse(kv[0]), self._parse(kv[1])))
             return make_fn(out)
         return None
 

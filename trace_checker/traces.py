@@ -19,7 +19,7 @@ from typing import Any
 from kraftcore.values import is_identifier
 
 __all__ = ["TraceMalformed", "Step", "Trace", "BoundsRef", "read_trace", "loads_strict", "SCHEMA",
-           "MAX_LINE"]
+           "MAX_LINE", "header_problems", "footer_problems"]
 
 SCHEMA = "kraftcheck-trace/1"
 MAX_LINE = 64 * 1024 * 1024     # a longer line is refused, not read into memory whole
@@ -60,6 +60,13 @@ class Trace:
     footer: dict | None = None
     header: dict = field(default_factory=dict)
     header_line: int = 1
+
+    @property
+    def impl(self) -> str:
+        """The implementation that produced the trace: the header's `impl.name`, "refimpl"
+        without one (see impl_problem)."""
+        v = self.header.get("impl")
+        return v["name"] if isinstance(v, dict) and isinstance(v.get("name"), str) else "refimpl"
 
     @property
     def partial(self) -> bool:
@@ -158,8 +165,89 @@ def _header(obj: dict, path: str, line: int) -> dict:
     h["model_values"] = tuple(mvs)
     h["bounds"] = _bounds(obj, path, line)
     h["bug"] = _need(obj, "bug", str, path, line, optional=True)
-    h["seed"] = obj.get("seed")
+    for field_, message in header_problems(obj):
+        raise TraceMalformed(path, line, field_, message)
+    h["seed"] = obj["seed"]
     return h
+
+
+# The run's own fields of the header and footer (docs/trace-format.md): not used to judge a
+# trace, but a trace that states them wrongly is not in the format, and every reader (validate,
+# export itf, refimpl.trace.format.validate_lines) refuses it by these same rules.
+INVARIANT_RESULTS = ("ok", "violated")
+
+
+def _typed(obj: dict, key: str, typ: type) -> str | None:
+    """Why obj[key] is missing or not of type `typ` (int: a JSON integer, never a Boolean or
+    a float), or None."""
+    if key not in obj:
+        return "missing"
+    v = obj[key]
+    if (type(v) is not int) if typ is int else not isinstance(v, typ):
+        return f"expected {typ.__name__}, got {type(v).__name__} {_short(v)}"
+    return None
+
+
+def header_problems(obj: dict) -> list[tuple[str, str]]:
+    """(field, message) for each header field of the run with a wrong type: `seed` (an
+    integer), `fault_profile` (a string), the optional `impl` (see impl_problem)."""
+    out = [(k, why) for k, typ in (("seed", int), ("fault_profile", str))
+           if (why := _typed(obj, k, typ))]
+    why = impl_problem(obj)
+    return out + [("impl", why)] if why else out
+
+
+def impl_problem(header: dict) -> str | None:
+    """Why a header's optional `impl` (the implementation that produced the run, e.g.
+    {"name": "kafka", "version": "3.7.2"}; absent for the refimpl) is malformed, or None."""
+    if "impl" not in header:
+        return None
+    v = header["impl"]
+    if not isinstance(v, dict) or set(v) != {"name", "version"} or not all(
+            isinstance(x, str) and x for x in v.values()):
+        return f'expected {{"name": string, "version": string}}, got {_short(v)}'
+    return None
+
+
+def footer_problems(obj: dict) -> list[tuple[str, str]]:
+    """(field, message) for each footer field with a wrong type or value: `end_reason` (a
+    string: the simulator's max_steps, violation, quiescent, recovered; other writers may say
+    more), `invariants` ({name: "ok" | "violated"}), `violations` (a list of
+    {"invariant": name, "step": integer >= 0, "action"?: string, "detail"?: string}) and the
+    optional `actions` (an integer >= `steps`)."""
+    out: list[tuple[str, str]] = []
+    for k, typ in (("end_reason", str), ("invariants", dict), ("violations", list)):
+        why = _typed(obj, k, typ)
+        if why:
+            out.append((k, why))
+    inv = obj.get("invariants")
+    for name, res in (inv.items() if isinstance(inv, dict) else ()):
+        if not is_identifier(name):
+            out.append((f"invariants.{_short(name)}", "not an invariant name"))
+        elif res not in INVARIANT_RESULTS:
+            out.append((f"invariants.{name}", f"{_short(res)} is not \"ok\" or \"violated\""))
+    vs = obj.get("violations")
+    for i, v in enumerate(vs if isinstance(vs, list) else ()):
+        where = f"violations[{i}]"
+        if not isinstance(v, dict):
+            out.append((where, f"expected an object, got {_short(v)}"))
+            continue
+        if not isinstance(v.get("invariant"), str) or not v["invariant"]:
+            out.append((f"{where}.invariant", f"expected a name, got {_short(v.get('invariant'))}"))
+        why = _typed(v, "step", int)
+        if why or v["step"] < 0:
+            out.append((f"{where}.step", why or f"negative step {v['step']}"))
+        for k in ("action", "detail"):
+            if k in v and not isinstance(v[k], str):
+                out.append((f"{where}.{k}", f"expected str, got {_short(v[k])}"))
+    if "actions" in obj:
+        why = _typed(obj, "actions", int)
+        steps = obj.get("steps")
+        if why is None and type(steps) is int and obj["actions"] < steps:
+            why = f"{obj['actions']} actions, fewer than the {steps} steps"
+        if why:
+            out.append(("actions", why))
+    return out
 
 
 @dataclass(frozen=True)
@@ -233,8 +321,9 @@ def _step(obj: dict, h: dict, expected: int, path: str, line: int) -> Step:
 
 
 def _same_trace_id(obj: dict, h: dict, path: str, line: int) -> None:
-    """A step or footer line may repeat the header's trace_id, never name another."""
-    tid = obj.get("trace_id", h["trace_id"])
+    """Every step and footer line names the header's trace_id (docs/trace-format.md), never
+    another and never none: a line that lost it cannot be told to belong to this trace."""
+    tid = _need(obj, "trace_id", str, path, line)
     if tid != h["trace_id"]:
         raise TraceMalformed(path, line, "trace_id", f"{_short(tid)} differs from the header's "
                              f"{h['trace_id']!r}")
@@ -247,6 +336,8 @@ def _footer(obj: dict, h: dict, written: int, path: str, line: int) -> None:
     if n != written:
         raise TraceMalformed(path, line, "steps", f"footer says {n} steps, the trace has "
                              f"{written} after Init")
+    for field_, message in footer_problems(obj):
+        raise TraceMalformed(path, line, field_, message)
 
 
 def read_trace(path: str | Path) -> Trace:

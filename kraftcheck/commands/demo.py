@@ -1,12 +1,25 @@
 """`kraftcheck demo`: the main job on the embedded defaults.
 
+Two sizes (STAGES holds each stage's parameters for both): `kraftcheck demo` (`make demo`)
+runs every stage on a small documented subset in a few minutes, `kraftcheck demo --full`
+(`make ci`) is CI's job.  Default: TLC on the manifests' `demo` selection (per spec an
+exhaustive ci config that holds and a bug config that is found: `kraftcheck tlc list` marks
+them), 5 seeds per corpus and per liveness profile, 3 reassignment seeds.  --full: the whole
+ci profile, 10 seeds, 5 reassignment seeds.  The other stages are the same in both.
+
 Stages, each reported in the summary (out/demo/summary.json):
-  1. tlc       the ci profile of every spec, each config judged against the manifest
+  1. tlc       the demo selection (default) or the ci profile of every spec (--full), each
+               config judged against the manifest
   2. simulate  a small deterministic corpus of refimpl traces for both protocols and fault
                profiles none and chaos, plus corpora under the two no-symmetry graph configs'
                bounds (so their traces stay inside TLC's state graph); see CORPORA
   3. validate  every trace against the spec: the graph corpora by lookup in the dumped state
                graph (full-graph mode), the others in neighbourhood mode
+  3b. kafka    Apache Kafka 3.7's raft client in the harness (kafka_bridge, `simulate --impl
+               kafka`): a chaos corpus (neighbourhood mode) and one inside kraft-graph-small's
+               bounds (full-graph mode), every trace valid and no invariant violated, and each
+               planted environment fault flagged within KAFKA_PLANT_SEEDS seeds; its corpora
+               join the stats, whose tables and plots then compare the two implementations
   4. stats     the Spark job over the whole corpus and the verdicts: Parquet tables and an
                HTML report with plots (out/demo/stats/report.html)
   5. proofs    the z3 proofs of the shared rules (`kraftcheck prove`): every obligation must
@@ -36,6 +49,8 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
@@ -48,16 +63,19 @@ from kraftcore.tlc.manifest import ManifestError, load_manifest
 from kraftcheck.tlc.report import suite_table
 
 
-def _stage_tlc(profile: str, only: str | None, show: bool) -> dict:
+def _stage_tlc(selection: str, only: str | None, show: bool) -> dict:
+    """selection: "demo" (the configs the manifests mark `demo = true`: per spec an
+    exhaustive ci config that holds and a bug config that is found) or a profile (ci)."""
     import re
-    entries = [e for e in load_manifest() if e.profile == profile
+    entries = [e for e in load_manifest()
+               if (e.demo if selection == "demo" else e.profile == selection)
                and (only is None or re.search(only, e.name))]
     t0 = time.monotonic()
     results = run_entries(entries, show_progress=show, jobs=default_jobs())
     if show:
         console.print(suite_table(results))
     return {
-        "stage": "tlc", "profile": profile, "configs": len(results),
+        "stage": "tlc", "profile": selection, "configs": len(results),
         "as_expected": sum(r.as_expected for r in results),
         "ok": all(r.as_expected for r in results) and bool(results),
         "seconds": round(time.monotonic() - t0, 1),
@@ -205,6 +223,67 @@ def _stage_fail_closed(out: Path, show: bool) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+# Kafka's own raft client (issue 31, kafka_bridge): name -> (fault profile, bounds config or
+# None, steps); the bounded corpus is judged in full-graph mode, the other in neighbourhood mode
+KAFKA_CORPORA = {"kafka-kraft-chaos": ("chaos", None, 300),
+                 "kafka-kraft-graph-chaos": ("chaos", GRAPH_CONFIGS["kraft"], 300)}
+# each planted environment fault must be flagged (an online invariant or the checker) within
+# this many seeds of the crashes profile
+KAFKA_PLANT_SEEDS = 10
+
+
+def _stage_kafka(out: Path, seeds: int, show: bool) -> dict:
+    """Kafka 3.7's raft client in the harness (`simulate --impl kafka`): a chaos corpus and
+    one inside kraft-graph-small's bounds, no invariant violated, every trace valid (graph mode
+    for the bounded corpus, neighbourhood mode for the other; the verdicts feed the stats
+    stage), and each planted environment fault flagged within KAFKA_PLANT_SEEDS seeds.  Not ok
+    when the harness cannot run (the cause is in `error`)."""
+    from kafka_bridge import RAFT_PLANTS
+    from kafka_bridge.raft import KafkaRunSpec, run
+    from kafka_bridge.toolchain import HarnessError
+    from trace_checker.corpus import validate_corpus
+    t0 = time.monotonic()
+    runs, plants = [], []
+    try:
+        for name, (faults, cfg, steps) in KAFKA_CORPORA.items():
+            d = out / "traces" / name
+            shutil.rmtree(d, ignore_errors=True)
+            (out / "verdicts" / f"{name}.json").unlink(missing_ok=True)
+            m = run(KafkaRunSpec(seeds=list(range(seeds)), faults=faults, steps=steps,
+                                 bounds_path=str(REPO_ROOT / "tlc_configs" / f"{cfg}.cfg")
+                                 if cfg else None), d)
+            v = validate_corpus([d], graph=cfg, lazy=cfg is None, out=out / "validate" / name,
+                                max_out_of_scope=0)
+            write_atomic(out / "verdicts" / f"{name}.json",
+                         json.dumps(v, indent=2, default=str) + "\n")
+            runs.append({"corpus": name, "faults": faults, "bounds": cfg,
+                         "version": m["impl"]["version"], "traces": len(m["traces"]),
+                         "steps": m["summary"]["steps"],
+                         "invariant_violations": m["summary"]["traces_with_violations"],
+                         "errors": m.get("errors", []), "mode": v.get("mode"),
+                         "counts": v.get("counts"), "ok": bool(v.get("ok")) and not m.get(
+                             "errors") and m["summary"]["traces_with_violations"] == 0})
+        for plant in RAFT_PLANTS:
+            d = out / "kafka-plants" / plant
+            shutil.rmtree(d, ignore_errors=True)
+            m = run(KafkaRunSpec(seeds=list(range(KAFKA_PLANT_SEEDS)), faults="crashes",
+                                 steps=300, plant=plant), d)
+            by = sorted(m["summary"]["invariants_violated"])
+            if not by:      # no invariant broke: the checker must reject a trace
+                v = validate_corpus([d], lazy=True, out=out / "validate" / f"plant-{plant}")
+                by = ["checker"] if (v.get("counts") or {}).get("invalid") else []
+            plants.append({"plant": plant, "seeds": KAFKA_PLANT_SEEDS, "flagged_by": by})
+    except HarnessError as e:
+        return {"stage": "kafka", "ok": False, "error": str(e), "runs": runs, "plants": plants,
+                "seconds": round(time.monotonic() - t0, 1)}
+    if show:
+        for r in runs:
+            console.print(f"kafka {r['corpus']}: {r['traces']} traces, {r['counts']}")
+    ok = all(r["ok"] for r in runs) and all(p["flagged_by"] for p in plants)
+    return {"stage": "kafka", "ok": ok, "runs": runs, "plants": plants,
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
 def _stage_validate(out: Path, show: bool) -> dict:
     """Every corpus through the trace checker; each summary is kept as the stats stage's
     verdicts (out/verdicts/NAME.json), failing traces and diagnoses under out/validate/NAME."""
@@ -239,10 +318,13 @@ def _stage_stats(out: Path, show: bool) -> dict:
         if show:
             err_console.print(f"[dim]{time.monotonic() - t0:6.1f}s[/dim] stats: {msg}")
 
-    # this run's corpora and verdicts only, named one by one
-    s = run_stats([out / "traces" / c[0] for c in CORPORA], out / "stats",
+    # this run's corpora and verdicts only, named one by one (Kafka's, when the kafka stage
+    # wrote them: the report then compares the two implementations)
+    names = [c[0] for c in CORPORA] + [k for k in KAFKA_CORPORA
+                                       if (out / "verdicts" / f"{k}.json").is_file()]
+    s = run_stats([out / "traces" / n for n in names], out / "stats",
                   graph=GRAPH_CONFIGS["kraft"],
-                  verdicts=[out / "verdicts" / f"{c[0]}.json" for c in CORPORA], progress=say)
+                  verdicts=[out / "verdicts" / f"{n}.json" for n in names], progress=say)
     # the distributed validation must agree with the checker on every trace it judges inside
     # the graph (the others left the bounded graph or are of another protocol), and every
     # trace must have a verdict on both sides
@@ -282,7 +364,7 @@ def _stage_review(out: Path, show: bool) -> dict:
         pages = render_html(load_modules(SPEC_DIR), out / "spec")
     except (OSError, TypesetError) as e:
         pages, problems = [], problems + [f"typeset: {e}"]
-    r = run_config(find_entry(REVIEW_DIAGRAM))
+    r = run_config(find_entry(REVIEW_DIAGRAM), cache=True)   # the tlc stage's run, if any
     diagram = out / "diagrams" / f"{REVIEW_DIAGRAM}.svg"
     try:
         draw_counterexample(r.to_json(), diagram)
@@ -297,12 +379,59 @@ def _stage_review(out: Path, show: bool) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the demo: `run(out, show, **params)` returns its summary (with "stage",
+    "ok", "seconds"); `default` are the parameters of `kraftcheck demo` (every stage on a small,
+    documented subset: a few minutes), `full` those of `kraftcheck demo --full` (CI's job).
+    --seeds, --only and --profile override the parameter of that name where a stage has one."""
+
+    name: str
+    run: Callable[..., dict]
+    default: dict = field(default_factory=dict)
+    full: dict = field(default_factory=dict)
+
+
+STAGES = [
+    # TLC: the manifests' `demo` selection, or the whole ci profile
+    Stage("tlc", lambda out, show, profile, only: _stage_tlc(profile, only, show),
+          {"profile": "demo", "only": None}, {"profile": "ci", "only": None}),
+    Stage("simulate", lambda out, show, seeds: _stage_simulate(out, seeds, show),
+          {"seeds": 5}, {"seeds": 10}),
+    Stage("validate", lambda out, show: _stage_validate(out, show)),
+    Stage("kafka", lambda out, show, seeds: _stage_kafka(out, seeds, show),
+          {"seeds": 5}, {"seeds": 10}),
+    Stage("stats", lambda out, show: _stage_stats(out, show)),
+    Stage("proofs", lambda out, show: _stage_proofs(show)),
+    Stage("review", lambda out, show: _stage_review(out, show)),
+    Stage("liveness", lambda out, show, seeds: _stage_liveness(seeds, show),
+          {"seeds": 5}, {"seeds": 10}),
+    Stage("reassign", lambda out, show, seeds: _stage_reassign(out, seeds, show),
+          {"seeds": 3}, {"seeds": 5}),
+    Stage("fail-closed", lambda out, show: _stage_fail_closed(out, show)),
+]
+
+
+def stage_params(stage: Stage, full: bool, **overrides) -> dict:
+    """The stage's parameters: default or full, with the given overrides (None: none)."""
+    params = dict(stage.full if full else stage.default)
+    params.update({k: v for k, v in overrides.items() if k in params and v is not None})
+    return params
+
+
 def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where outputs go."),
-         profile: str = typer.Option("ci", help="TLC profile to run."),
+         full: bool = typer.Option(False, "--full", help="CI's job: the whole ci TLC profile and "
+                                                         "the full corpora (`make ci`)."),
+         profile: str = typer.Option(None, help="TLC profile to run (default: the demo "
+                                                "selection; ci with --full)."),
          only: str = typer.Option(None, help="Only TLC configs whose name matches this regex."),
-         seeds: int = typer.Option(10, help="Simulated traces per corpus."),
+         seeds: int = typer.Option(None, help="Simulated traces per corpus (default 5; 10 with "
+                                              "--full)."),
          as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
-    """Run the whole pipeline on the embedded defaults and print a summary."""
+    """Run the whole pipeline on the embedded defaults and print a summary.
+
+    By default every stage runs on a small documented subset (a few minutes: STAGES);
+    --full runs CI's job (the whole ci TLC profile, the full corpora)."""
     try:
         toolchain()
     except (ToolchainError, ManifestError) as e:
@@ -312,15 +441,13 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
             err_console.print(f"[red]error:[/] {e}")
         raise typer.Exit(2)
     show = not as_json
-    stages = [_stage_tlc(profile, only, show), _stage_simulate(out, seeds, show)]
-    stages.append(_stage_validate(out, show))
-    stages.append(_stage_stats(out, show))
-    stages.append(_stage_proofs(show))
-    stages.append(_stage_review(out, show))
-    stages.append(_stage_liveness(seeds, show))
-    stages.append(_stage_reassign(out, min(seeds, 5), show))
-    stages.append(_stage_fail_closed(out, show))
-    summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "stages": stages}
+    t0 = time.monotonic()
+    stages = []
+    for stage in STAGES:
+        params = stage_params(stage, full, seeds=seeds, only=only, profile=profile)
+        stages.append(stage.run(out, show, **params) | {"params": params})
+    summary = {"ok": all(s["ok"] for s in stages), "out": str(out), "full": full,
+               "seconds": round(time.monotonic() - t0, 1), "stages": stages}
     write_atomic(out / "summary.json", json.dumps(summary, indent=2) + "\n")
     if as_json:
         print_json(summary)
@@ -341,6 +468,19 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                     counts = ", ".join(f"{v} {k}" for k, v in (r["counts"] or {}).items())
                     console.print(f"validate {r['corpus']} ({r['mode']}): {counts}")
                 console.print(f"validate: {s['seconds']}s  {mark}")
+            elif s["stage"] == "kafka":
+                for r in s["runs"]:
+                    counts = ", ".join(f"{v} {k}" for k, v in (r["counts"] or {}).items())
+                    console.print(f"kafka {r['corpus']} (Kafka {r['version']}): {r['traces']} "
+                                  f"traces, {r['steps']} steps, {r['invariant_violations']} "
+                                  f"invariant violations; validate ({r['mode']}): {counts}")
+                for p in s["plants"]:
+                    console.print(f"kafka planted {p['plant']}: " + (
+                        f"flagged by {', '.join(p['flagged_by'])}" if p["flagged_by"]
+                        else f"NOT flagged in {p['seeds']} seeds"))
+                if s.get("error"):
+                    console.print(f"kafka: [red]{s['error']}[/]")
+                console.print(f"kafka: {s['seconds']}s  {mark}")
             elif s["stage"] == "stats":
                 a, c = s.get("agreement") or {}, s.get("coverage") or {}
                 console.print(f"stats: distributed validation against {GRAPH_CONFIGS['kraft']} "
@@ -397,7 +537,8 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                               f"weakened by the header, format rules, values TLC cannot hold, "
                               f"steps of no spec action) in {s['seconds']}s  {mark}"
                               + (f"  report: {s['report']}" if s.get("report") else ""))
-        console.print(f"summary: {out / 'summary.json'}")
+        console.print(f"summary: {out / 'summary.json'} ({'full' if full else 'default'} "
+                      f"demo, {summary['seconds']}s)")
     raise typer.Exit(0 if summary["ok"] else 1)
 
 

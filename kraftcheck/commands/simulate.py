@@ -2,12 +2,17 @@
 
   kraftcheck simulate --protocol kraft|elr --seeds 0:999 --faults PROFILE --steps N --out DIR
                       [--bounds CFG] [--bug NAME] [--list-bugs] [--json]
+                      [--impl refimpl|kafka] [--plant NAME]
   kraftcheck export itf TRACE.jsonl... --out DIR
 
+`--impl kafka` runs Apache Kafka's own code instead of the refimpl (kafka_bridge: the harness
+kafka_harness/ built by `make setup`), with the same options, traces, manifest and footer.
+
 Exit status of simulate: 0 when the outcome is the expected one (no invariant violated; with
---bug, at least one trace caught the planted bug), 1 otherwise, 2 on bad arguments or when
-another simulate is writing into the same --out (runs one after another into one folder both
-appear in its manifest.json).
+--bug / --plant, at least one trace caught the planted bug / fault), 1 otherwise, 2 on bad
+arguments, when the Kafka harness cannot run (no Java, not built, it failed: the cause is
+named) or when another simulate is writing into the same --out (runs one after another into
+one folder both appear in its manifest.json).
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ from kraftcheck.choices import choice_option
 from kraftcore.output import console, err_console, print_json, safe
 from refimpl.sim.faults import PROFILES as FAULT_PROFILES
 from refimpl.sim.runner import PROTOCOLS
+
+IMPLS = ("refimpl", "kafka")
+RAFT_PLANTS = ("lying-flush", "forgetful-store", "misdeliver")   # kafka_bridge.RAFT_PLANTS
 
 __all__ = ["register"]
 
@@ -101,10 +109,21 @@ def simulate(
         "liveness: a leader is elected and every replica catches up within --liveness-bound."),
     liveness_bound: int = typer.Option(15_000, "--liveness-bound",
                                        help="Liveness bound after --faults-until (ms)."),
+    impl: str = choice_option("refimpl", "--impl", values=IMPLS, what="implementation",
+                              help="refimpl (the Python reference implementation) or kafka "
+                              "(Apache Kafka's own code, kafka_harness/, built by make setup)."),
+    plant: Optional[str] = choice_option(None, "--plant", values=RAFT_PLANTS,
+                                         what="planted environment fault",
+                                         help="--impl kafka: plant a fault of the harness's "
+                                         "environment Kafka is not built to survive."),
 ) -> None:
     """Run the deterministic simulator over a range of seeds, checking invariants online."""
     if list_bugs:
         _list_bugs(as_json)
+        return
+    if impl == "kafka" or plant is not None:
+        _simulate_kafka(impl, protocol, seeds, faults, steps, out, bounds, bug, plant, as_json,
+                        faults_until, liveness_bound)
         return
     from refimpl.sim.runner import (RunSpec, UsageError, load_adapter_class, parse_seeds,
                                     run_seeds)
@@ -141,34 +160,137 @@ def simulate(
             progress.stop()
             err_console.print(f"[red]error:[/red] {safe(e)}")
             raise typer.Exit(2)
+    _report(manifest, out, as_json, planted=bug, what="planted bug")
+    if manifest["outcome"] != "expected":
+        raise typer.Exit(1)
+
+
+def _simulate_kafka(impl, protocol, seeds, faults, steps, out, bounds, bug, plant, as_json,
+                    faults_until, liveness_bound) -> None:
+    """`simulate --impl kafka`: Kafka's own code through kafka_harness/ (kafka_bridge).  Exit 2
+    when the harness cannot run (no Java, jar not built, the harness failed: the message names
+    the cause), never an empty corpus."""
+    from refimpl.sim.runner import parse_seeds
+
+    def fail(msg: str) -> None:
+        err_console.print(f"[red]error:[/red] {safe(msg)}")
+        raise typer.Exit(2)
+
+    if impl != "kafka":
+        fail("--plant plants a fault in the Kafka harness's environment: use it with --impl kafka")
+    if bug is not None:
+        fail("--bug plants a bug in the refimpl; Kafka runs as released (--plant plants a fault "
+             "of its environment)")
+    if protocol == "elr":
+        _simulate_kafka_elr(seeds, faults, steps, out, bounds, plant, as_json, faults_until,
+                            liveness_bound, fail)
+        return
+    if protocol != "kraft":
+        fail(f"--impl kafka drives Kafka's raft client (--protocol kraft) and its KIP-966 code "
+             f"(--protocol elr); protocol {protocol!r} has no Kafka harness")
+    from kafka_bridge.raft import KafkaRunSpec, run
+
+    def build():
+        seed_list = parse_seeds(seeds)
+        _refuse_repeated_seeds(seeds, seed_list)
+        spec = KafkaRunSpec(seeds=seed_list, faults=faults, steps=steps,
+                            bounds_path=str(bounds) if bounds is not None else None,
+                            plant=plant, faults_until_ms=faults_until,
+                            liveness_bound_ms=liveness_bound)
+        if bounds is not None:
+            _check_bounds_config(bounds, protocol, "KRaft")
+        return spec
+
+    _run_kafka(build, run, out, as_json, plant, f"kafka/{protocol}/{faults}", "in the Kafka "
+               "harness", fail)
+
+
+def _run_kafka(build, run, out, as_json, plant, what, where, fail) -> None:
+    """The common part of `simulate --impl kafka` for every protocol: the run spec (`build()`,
+    validated), the harness run (`run(spec, out)`: kafka_bridge), the report; exit 2 on bad
+    options, when the harness cannot run or a seed's raw run is broken, 1 when the outcome is
+    not the expected one."""
+    from kafka_bridge.toolchain import HarnessError
+    from refimpl.sim.runner import UsageError
+
+    try:
+        spec = build()
+        spec.validate()
+    except UsageError as e:
+        fail(str(e))
+    if out is not None and out.exists() and not out.is_dir():
+        fail(f"--out {out} exists and is not a folder")
+    try:
+        with err_console.status(f"[bold]simulate[/bold] {what}: {len(spec.seeds)} seed(s) "
+                                f"{where}"):
+            manifest = run(spec, out)
+    except (UsageError, HarnessError) as e:
+        fail(str(e))
+    _report(manifest, out, as_json, planted=plant, what="planted fault")
+    if manifest.get("errors"):
+        for e in manifest["errors"][:10]:
+            err_console.print(f"[red]error:[/red] {safe(e)}")
+        raise typer.Exit(2)
+    if manifest["outcome"] != "expected":
+        raise typer.Exit(1)
+
+
+def _simulate_kafka_elr(seeds, faults, steps, out, bounds, plant, as_json, faults_until,
+                        liveness_bound, fail) -> None:
+    """`simulate --impl kafka --protocol elr`: Kafka's KIP-966 controller driven by the
+    refimpl's brokers (kafka_bridge/elr.py, kafka_harness/elr/README.md)."""
+    from refimpl.sim.runner import parse_seeds
+    from kafka_bridge.elr_run import KafkaElrRunSpec, run
+
+    if plant is not None:
+        fail("--plant plants a fault of the raft harness's environment (--protocol kraft); "
+             "the KIP-966 harness has none")
+
+    def build():
+        seed_list = parse_seeds(seeds)
+        _refuse_repeated_seeds(seeds, seed_list)
+        spec = KafkaElrRunSpec(seeds=seed_list, faults=faults, steps=steps,
+                               bounds_path=str(bounds) if bounds is not None else None,
+                               faults_until_ms=faults_until, liveness_bound_ms=liveness_bound)
+        if bounds is not None:
+            _check_bounds_config(bounds, "elr", "ELR")
+        return spec
+
+    _run_kafka(build, run, out, as_json, None, f"kafka/elr/{faults}",
+               "through Kafka's controller", fail)
+
+
+def _report(manifest: dict, out, as_json: bool, planted: str | None, what: str) -> None:
+    """Set manifest["outcome"] and print the summary (as the refimpl's run does)."""
     s = manifest["summary"]
-    ok = (s["traces_with_violations"] > 0) if bug else (s["traces_with_violations"] == 0)
+    ok = (s["traces_with_violations"] > 0) if planted else (s["traces_with_violations"] == 0)
     undecided = [t["seed"] for t in manifest["traces"]
                  if t.get("liveness", {}).get("verdict") == "undecided"]
     if undecided:   # fail closed: the step budget ended before the liveness deadline
         ok = False
         err_console.print(f"[red]liveness undecided[/red] for seed(s) {undecided[:10]}: "
                           "--steps ended before --faults-until + --liveness-bound")
-    manifest["outcome"] = "expected" if ok else "unexpected"
+    manifest["outcome"] = "expected" if ok and not manifest.get("errors") else "unexpected"
     if as_json:
         print_json(manifest)
+        return
+    impl = manifest.get("impl")
+    console.print(f"{s['traces']} traces, {s['steps']} steps"
+                  + (f" of {impl['name']} {impl['version']}" if impl and impl.get("version") else "")
+                  + (f", {s['bytes']} bytes written to {out}" if out is not None else ""))
+    if s["traces_with_violations"]:
+        console.print(f"[red]{s['traces_with_violations']} trace(s) violated "
+                      f"{', '.join(s['invariants_violated'])}[/red]")
+        for t in manifest["traces"]:
+            if t["violations"]:
+                v = t["violations"][0]
+                console.print(f"  seed {t['seed']}: {v['invariant']} at step {v['step']}: "
+                              f"{safe(v['detail'])}")
+                break
     else:
-        console.print(f"{s['traces']} traces, {s['steps']} steps"
-                      + (f", {s['bytes']} bytes written to {out}" if out is not None else ""))
-        if s["traces_with_violations"]:
-            console.print(f"[red]{s['traces_with_violations']} trace(s) violated "
-                          f"{', '.join(s['invariants_violated'])}[/red]")
-            for t in manifest["traces"]:
-                if t["violations"]:
-                    v = t["violations"][0]
-                    console.print(f"  seed {t['seed']}: {v['invariant']} at step {v['step']}: {v['detail']}")
-                    break
-        else:
-            console.print("[green]no invariant violated[/green]")
-        if bug:
-            console.print(f"planted bug {bug}: " + ("caught" if ok else "[red]NOT caught[/red]"))
-    if not ok:
-        raise typer.Exit(1)
+        console.print("[green]no invariant violated[/green]")
+    if planted:
+        console.print(f"{what} {planted}: " + ("caught" if ok else "[red]NOT caught[/red]"))
 
 
 def export_itf_cmd(

@@ -12,7 +12,7 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from kraftcheck.choices import choice_option
-from kraftcore.output import console, err_console, print_json
+from kraftcore.output import console, err_console, print_json, safe
 from kraftcore.tlc.java import ToolchainError, toolchain
 from kraftcore.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
 from kraftcheck.tlc.report import print_result, suite_table
@@ -37,12 +37,13 @@ def default_jobs() -> int:
 
 def run_entries(entries: list[ConfigEntry], *, workers: int | None = None,
                 timeout: float | None = None, show_progress: bool = True,
-                jobs: int = 1) -> list[TLCResult]:
+                jobs: int = 1, cache: bool = True) -> list[TLCResult]:
     """Run the configs with a progress display; returns the results in the entries' order.
 
     `jobs` > 1 runs that many TLC processes at once (each with `workers` workers, default 1):
     TLC's single-threaded phases (start-up, parsing, the liveness checker) then overlap.  The
-    configs start largest pinned state count first, so a long one does not start last."""
+    configs start largest pinned state count first, so a long one does not start last.
+    `cache`: reuse the result of an identical earlier run (kraftcore/tlc/cache.py)."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
     if jobs > 1 and workers is None:
@@ -59,7 +60,7 @@ def run_entries(entries: list[ConfigEntry], *, workers: int | None = None,
                             if distinct else f"{gen:,} states generated")
 
             try:
-                return run_config(e, workers=workers, timeout=timeout, progress=cb)
+                return run_config(e, workers=workers, timeout=timeout, progress=cb, cache=cache)
             finally:
                 prog.remove_task(task)
                 prog.advance(overall)
@@ -97,7 +98,8 @@ def list_configs(profile: str = choice_option(None, "--profile", values=PROFILES
         print_json([e.to_json() for e in entries])
         return
     for e in entries:
-        console.print(f"{e.name:34} {e.profile:5} expect {e.expect:28} {e.description}")
+        console.print(f"{e.name:34} {e.profile:5} {'demo' if e.demo else '':4} expect "
+                      f"{e.expect:28} {e.description}")
 
 
 @tlc_app.command("run")
@@ -156,6 +158,11 @@ def run(config: str = typer.Argument(..., help="Config name or tlc_configs/NAME.
             console.print(f"diagram: {drawn}")
         elif isinstance(drawn, DiagramError):
             err_console.print(f"[red]error:[/] {drawn}")
+    if r.unavailable() is not None:
+        # TLC could not run (a junk or empty jar, a JVM that did not start): could not judge
+        if not as_json:
+            err_console.print(f"[red]error:[/] {safe(r.unavailable())}")
+        raise typer.Exit(2)
     raise typer.Exit(0 if r.as_expected and not isinstance(drawn, DiagramError) else 1)
 
 
@@ -197,6 +204,9 @@ def suite(profile: str = choice_option("ci", "--profile", values=PROFILES + ("al
                                         "one at a time with the manifest's workers."),
           timeout: float = typer.Option(None, help="Per-config wall-clock limit (seconds)."),
           counterexamples: bool = typer.Option(False, help="Print counterexample tables."),
+          cache: bool = typer.Option(True, help="Reuse the result of an identical earlier run "
+                                                "(same modules, config, TLC jar and options; "
+                                                "kraftcore/tlc/cache.py)."),
           as_json: bool = typer.Option(False, "--json", help="Print the results as JSON.")) -> None:
     """Run every config of a profile; exit 1 unless every outcome is the expected one."""
     if profile not in PROFILES + ("all",):
@@ -211,7 +221,7 @@ def suite(profile: str = choice_option("ci", "--profile", values=PROFILES + ("al
         _fail(f"no config in profile {profile!r}" + (f" matching {only!r}" if only else ""), as_json)
     t0 = time.monotonic()
     results = run_entries(entries, workers=workers, timeout=timeout, show_progress=not as_json,
-                          jobs=jobs or default_jobs())
+                          jobs=jobs or default_jobs(), cache=cache)
     total = time.monotonic() - t0
     ok = all(r.as_expected for r in results)
     if as_json:
@@ -224,7 +234,9 @@ def suite(profile: str = choice_option("ci", "--profile", values=PROFILES + ("al
                 print_result(console, r, show_counterexample=counterexamples or not r.as_expected)
         console.print(f"{sum(r.as_expected for r in results)}/{len(results)} as expected "
                       f"in {total:.0f}s")
-    raise typer.Exit(0 if ok else 1)
+    unexpected = [r for r in results if not r.as_expected]
+    # 2 (could not run) when every unexpected outcome is TLC not running at all
+    raise typer.Exit(0 if ok else 2 if all(r.unavailable() for r in unexpected) else 1)
 
 
 def register(app: typer.Typer) -> None:

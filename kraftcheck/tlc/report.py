@@ -27,7 +27,7 @@ def changed_variables(prev, cur) -> list[str]:
 
 def counterexample_table(result: TLCResult) -> Table:
     """One row per step: the action and, for each variable that changed, its new value."""
-    t = Table(title=f"Counterexample for {result.name}: {result.violated} "
+    t = Table(title=f"Counterexample for {safe(result.name)}: {safe(result.violated)} "
                     f"({len(result.counterexample)} states)", show_lines=True)
     t.add_column("#", justify="right")
     t.add_column("action")
@@ -47,8 +47,11 @@ def result_line(r: TLCResult) -> str:
     mark = "[green]PASS[/]" if r.as_expected else "[red]FAIL[/]"
     states = f"{r.distinct_states:,} distinct" if r.distinct_states is not None else (
         f"{r.generated_states:,} generated" if r.generated_states is not None else "-")
-    what = r.status + (f" {r.violated}" if r.violated else "")
-    return f"{mark} {r.name}: {what} (expected {r.expected}); {states}, depth {r.depth}, {r.seconds:.1f}s"
+    # names and statuses come from TLC's output (a damaged log may hold anything): printed as
+    # they are, never read as Rich markup
+    what = safe(r.status) + (f" {safe(r.violated)}" if r.violated else "")
+    return (f"{mark} {safe(r.name)}: {what} (expected {safe(r.expected)}); {states}, "
+            f"depth {r.depth}, {r.seconds:.1f}s")
 
 
 def suite_table(results: list[TLCResult]) -> Table:
@@ -58,22 +61,25 @@ def suite_table(results: list[TLCResult]) -> Table:
                       ("depth", "right"), ("cex", "right"), ("seconds", "right"), ("", "left")):
         t.add_column(col, justify=just)
     for r in results:
-        t.add_row(r.name, r.profile, r.status, r.violated or "", r.expected,
+        t.add_row(safe(r.name), safe(r.profile), safe(r.status), safe(r.violated or ""),
+                  safe(r.expected),
                   f"{r.distinct_states:,}" if r.distinct_states is not None else "",
                   str(r.depth) if r.depth is not None else "",
                   str(len(r.counterexample)) if r.counterexample else "",
-                  f"{r.seconds:.1f}", "[green]as expected[/]" if r.as_expected else "[red]UNEXPECTED[/]")
+                  f"{r.seconds:.1f}" + (f" (cached, {r.cached_from['seconds']:.1f})"
+                                        if r.cached_from else ""),
+                  "[green]as expected[/]" if r.as_expected else "[red]UNEXPECTED[/]")
     return t
 
 
 def print_result(console: Console, r: TLCResult, show_counterexample: bool = True) -> None:
     console.print(result_line(r))
     for why in r.mismatches:
-        console.print(f"  [red]- {escape(why)}[/]")
+        console.print(f"  [red]- {safe(why)}[/]")
     for e in r.errors:
-        console.print(f"  [red]error:[/] {escape(str(e))}")
+        console.print(f"  [red]error:[/] {safe(e)}")
     if r.recovered_from:
-        console.print(f"  resumed from the checkpoint {escape(r.recovered_from)}")
+        console.print(f"  resumed from the checkpoint {safe(r.recovered_from)}")
     if r.progress_at_stop:
         p = r.progress_at_stop
         console.print(f"  stopped at depth {p['depth']}: {p['distinct']:,} distinct states, "

@@ -56,11 +56,17 @@ def cache_dir() -> Path:
 def result_key(model_digest: str, jar_sha256: str, command: list[str], run_dir: Path,
                jar_path: str) -> str:
     """The key of a run: its staged model's digest, the jar's hash and its command line
-    with the run folder (scratch, metadir) and the jar's path taken out."""
+    with the run folder (scratch, metadir), the jar's path and `-dump FORMAT FILE` taken out
+    (a run that dumps the state graph reports the same outcome: its result serves a plain
+    run, e.g. the trace checker's graph build and the config's test)."""
     h = hashlib.sha256()
     h.update(f"tlc-result/{FORMAT}\0{model_digest}\0{jar_sha256}\0".encode())
     run = str(run_dir)
-    for arg in command:
+    args = iter(command)
+    for arg in args:
+        if arg == "-dump":
+            next(args, None), next(args, None)
+            continue
         if arg == jar_path:
             arg = "<jar>"
         h.update(arg.replace(run, "<run>").encode() + b"\0")

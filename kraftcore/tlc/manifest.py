@@ -17,6 +17,9 @@ Keys of a [[config]] table:
     check_deadlock    default false (bounded models stop somewhere; that is not a bug)
     simulate_depth, simulate_traces   (simulate mode)
     max_trace_length  (bugs) the counterexample must be at most this long
+    demo              default false; true puts the config in `kraftcheck demo`'s TLC selection
+                      (a few small configs per spec: an exhaustive ci config that holds and a
+                      bug config that is found; `kraftcheck demo --full` runs the ci profile)
 
 A manifest file may set a top-level `protocol = "NAME"` (default: the file's stem, so
 tlc_configs/kraft.toml is protocol kraft): the trace checker judges a trace of protocol P only
@@ -38,7 +41,7 @@ _REQUIRED = ("name", "module", "cfg", "profile", "expect", "description", "kip")
 _OPTIONAL = {
     "mode": str, "distinct_states": int, "depth": int, "timeout_seconds": int, "workers": int,
     "check_deadlock": bool, "simulate_depth": int, "simulate_traces": int,
-    "max_trace_length": int, "generated_states": int,
+    "max_trace_length": int, "generated_states": int, "demo": bool,
 }
 
 
@@ -66,6 +69,7 @@ class ConfigEntry:
     simulate_depth: int = 100
     simulate_traces: int | None = None
     max_trace_length: int | None = None
+    demo: bool = False
     protocol: str = ""          # the manifest's top-level `protocol`, else its file stem
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -81,7 +85,7 @@ class ConfigEntry:
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in (
             "name", "module", "cfg", "profile", "expect", "mode", "description", "kip",
-            "distinct_states", "depth", "timeout_seconds", "workers")}
+            "distinct_states", "depth", "timeout_seconds", "workers", "demo")}
 
 
 def _entry(table: dict, where: str, protocol: str = "") -> ConfigEntry:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftcore.paths import SPEC_DIR, work_dir
+from kraftcore.tlc import cache as result_cache
 from kraftcore.tlc.cfg import parse_cfg
 from kraftcore.tlc.java import toolchain
 from kraftcore.tlc.manifest import ConfigEntry
@@ -58,6 +59,9 @@ class TLCResult:
     progress_at_stop: dict | None = None
     checkpoint: str | None = None
     recovered_from: str | None = None
+    # the outcome is TLC's output of an earlier identical run (kraftcore/tlc/cache.py): that
+    # run's wall-clock seconds and when it was stored; `seconds` is this call's own time
+    cached_from: dict | None = None
 
     def unavailable(self, evaluation_errors: bool = True) -> str | None:
         """Why TLC could not do its job at all (the JVM or TLC did not start: a bad heap
@@ -84,7 +88,7 @@ class TLCResult:
             "name", "spec", "cfg", "profile", "mode", "status", "violated", "expected",
             "as_expected", "distinct_states", "generated_states", "depth", "seconds",
             "mismatches", "tlc_version", "log", "dump", "progress_at_stop", "checkpoint",
-            "recovered_from")}
+            "recovered_from", "cached_from")}
         d["seconds"] = round(self.seconds, 2)
         d["errors"] = [{"message": e.message, "module": e.module, "line": e.line,
                         "column": e.column} for e in self.errors]
@@ -265,8 +269,13 @@ def judge_recovered(entry: ConfigEntry, out: TLCOutcome, status: str, ok: bool,
 def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float | None = None,
                progress: ProgressFn | None = None, dump: Path | None = None,
                seed: int | None = None, recover: Path | None = None,
-               checkpoint_minutes: int | None = None) -> TLCResult:
+               checkpoint_minutes: int | None = None, cache: bool = False) -> TLCResult:
     """Run TLC on `entry` and judge the result.  TLC's scratch files go to the work folder.
+
+    cache: take TLC's output from the result cache (kraftcore/tlc/cache.py) when an identical
+    run (same modules, config, jar and options) ended with a verdict before; only for a plain
+    run (no dump, recover, checkpoint or timeout of the caller's).  Every run that ends with a
+    verdict is stored (unless KRAFTCHECK_TLC_CACHE=0), whether or not it looked the cache up.
 
     recover: a checkpoint kept by an earlier run that was stopped (TLCResult.checkpoint):
     TLC resumes from it (`-recover`), after a check that the model is the same (RecoverError
@@ -285,10 +294,53 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     props = parse_cfg(entry.cfg_path).properties
-    reader = ToolOutputReader(temporal_properties=props, source=entry.name)
+    reader = ToolOutputReader(temporal_properties=props, source=entry.name, mode=entry.mode)
     log_path = run_dir / "tlc.log"
     limit = timeout if timeout is not None else entry.timeout_seconds
     t0 = time.monotonic()
+    timed_out = False
+    completed = False
+    tc = toolchain()
+    key = hit = None
+    if result_cache.enabled() and recover is None and checkpoint_minutes is None:
+        digest = (run_dir / MODEL_DIGEST).read_text(encoding="utf-8").split()[0]
+        key = result_cache.result_key(digest, tc.jar_sha256, cmd, run_dir, str(tc.jar))
+        if cache and dump is None and timeout is None:
+            hit = result_cache.load(key)
+    if hit is not None:
+        log_path.write_text(hit.log, encoding="utf-8")
+        for line in hit.log.splitlines(keepends=True):
+            reader.feed(line)
+        proc = None
+        completed = True
+    else:
+        proc = _run_tlc(cmd, run_dir, log_path, reader, limit, progress, dump_part)
+        completed, timed_out = proc.completed, proc.timed_out
+    returncode = hit.returncode if hit is not None else proc.returncode
+    if dump_part is not None and dump is not None and dump_part.is_file():
+        os.replace(dump_part, dump)
+    seconds = time.monotonic() - t0
+    out = reader.finish()
+    status = "timeout" if timed_out else out.status or "error"
+    if (key is not None and hit is None and completed and status in ("ok", "violation", "deadlock")
+            and out.tlc_version is not None and not out.system_errors):
+        result_cache.store(result_cache.CachedRun(
+            key=key, log=log_path.read_text(encoding="utf-8", errors="backslashreplace"),
+            returncode=returncode, seconds=seconds, created=time.time()))
+    return _finish(entry, run_dir, cmd, reader, out, status, seconds, returncode, log_path,
+                   dump, recover, hit)
+
+
+@dataclass
+class _Proc:
+    returncode: int | None
+    completed: bool
+    timed_out: bool
+
+
+def _run_tlc(cmd: list[str], run_dir: Path, log_path: Path, reader: ToolOutputReader,
+             limit: float, progress: ProgressFn | None, dump_part: Path | None) -> _Proc:
+    """TLC itself: its output into the log and the reader, stopped after `limit` seconds."""
     timed_out = False
     completed = False
     # line-buffered: a long run's log shows TLC's progress as it comes, not at the end
@@ -327,11 +379,16 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
                 # for complete
                 if dump_part is not None:
                     dump_part.unlink(missing_ok=True)
-    if dump_part is not None and dump is not None and dump_part.is_file():
-        os.replace(dump_part, dump)
-    seconds = time.monotonic() - t0
-    out = reader.finish()
-    status = "timeout" if timed_out else out.status or "error"
+            if not completed and not timed_out:
+                _discard_run(run_dir)
+    return _Proc(returncode=proc.returncode, completed=completed, timed_out=timed_out)
+
+
+def _finish(entry: ConfigEntry, run_dir: Path, cmd: list[str], reader: ToolOutputReader,
+            out: TLCOutcome, status: str, seconds: float, returncode: int | None,
+            log_path: Path, dump: Path | None, recover: Path | None,
+            hit: result_cache.CachedRun | None) -> TLCResult:
+    """Judge the outcome, keep or remove the checkpoint and scratch files, build the result."""
     if status == "timeout":
         out.errors = [e for e in out.errors if "stopped before" not in e.message]
     ok, why = judge(entry, out, status)
@@ -362,10 +419,25 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
         depth=out.depth, seconds=seconds, counterexample=out.counterexample,
         loop_back_to=out.loop_back_to, errors=out.errors, mismatches=why,
         tlc_version=out.tlc_version, command=cmd, log=str(log_path),
-        dump=str(dump) if dump else None, returncode=proc.returncode,
+        dump=str(dump) if dump else None, returncode=returncode,
         system_errors=list(out.system_errors), system_codes=list(out.system_codes),
         progress_at_stop=stopped_at, checkpoint=kept,
-        recovered_from=str(Path(recover).absolute()) if recover else None)
+        recovered_from=str(Path(recover).absolute()) if recover else None,
+        cached_from=None if hit is None else {
+            "seconds": round(hit.seconds, 2),
+            "stored": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(hit.created))})
+
+
+def _discard_run(run_dir: Path) -> None:
+    """A run stopped from outside (Ctrl-C, SIGTERM: the exception unwinds through here) leaves
+    nothing in the work folder, its tlc.log included: no verdict came of it.  Only a checkpoint
+    TLC had written is kept, with the model digest that lets `--recover` resume it."""
+    if find_checkpoint(run_dir / "meta") is None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return
+    for name in ("model", "tmp"):
+        shutil.rmtree(run_dir / name, ignore_errors=True)
+    (run_dir / "tlc.log").unlink(missing_ok=True)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

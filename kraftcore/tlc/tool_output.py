@@ -41,8 +41,10 @@ SANY_START, SANY_END = 2220, 2219
 SEVERITY_ERROR, SEVERITY_TLCBUG = 1, 2   # tlc2.output.MP severities; 3 = warning, 4 = state
 _NOT_ERRORS = {BEHAVIOR_UP_TO_HERE, COUNTER_EXAMPLE, BACK_TO_STATE}
 
-_START = re.compile(r"@!@!@STARTMSG (\d+):(\d+) @!@!@$")
-_END = re.compile(r"@!@!@ENDMSG (\d+) @!@!@$")
+_FRAME = "@!@!@"
+_START = re.compile(r"@!@!@STARTMSG (\d{1,9}):(\d{1,9}) @!@!@$")
+_END = re.compile(r"@!@!@ENDMSG (\d{1,9}) @!@!@$")
+SIMULATION_START, BFS_START = 2188, 2187   # "Running Random Simulation ...", "Running breadth-first"
 _STATS = re.compile(r"([\d,]+) states generated.*?([\d,]+) distinct states found.*?([\d,]+) states left")
 _PROGRESS = re.compile(r"Progress\((\d+)\).*?: ([\d,]+) states generated.*?([\d,]+) distinct states found.*?([\d,]+) states left")
 _SIM_PROGRESS = re.compile(r"([\d,]+) states generated")
@@ -50,8 +52,8 @@ _DEPTH = re.compile(r"depth of the complete state graph search is (\d+)")
 _STEP_HEADER = re.compile(r"^(\d+): <(.*)>\s*$")
 _BACK_TO = re.compile(r"^(\d+): Back to state(?: (\d+))?")
 _ACTION_NAME = re.compile(r"^([A-Za-z_][A-Za-z0-9_!]*)")
-_LOCATION = re.compile(r"line (\d+), col(?:umn)? (\d+)(?: to line \d+, col \d+)? of module (\w+)")
-_PARSE_LOCATION = re.compile(r"at line (\d+), column (\d+)")
+_LOCATION = re.compile(r"line (\d{1,9}), col(?:umn)? (\d{1,9})(?: to line \d+, col \d+)? of module (\w+)")
+_PARSE_LOCATION = re.compile(r"at line (\d{1,9}), column (\d{1,9})")
 _PARSING_FILE = re.compile(r"Parsing file (.*)$")
 _VERSION = re.compile(r"Version (\S+)")
 
@@ -61,8 +63,18 @@ _MAX_NESTING = 16                 # nested framed messages kept (TLC nests one o
 _MAX_MESSAGE_LINES = 100_000     # a longer message (a huge counterexample state) is cut
 
 
+_MAX_DIGITS = 19               # TLC's counts are Java longs; a longer number is not TLC's
+
+
+class _Damaged(ValueError):
+    """Output that TLC cannot have printed (a number too long, a broken frame)."""
+
+
 def _int(s: str) -> int:
-    return int(s.replace(",", ""))
+    digits = s.replace(",", "")
+    if not digits or len(digits) > _MAX_DIGITS:
+        raise _Damaged(f"a number of {len(digits)} digits ({s[:20]}...)")
+    return int(digits)
 
 
 @dataclass
@@ -122,8 +134,18 @@ class TLCOutcome:
 class ToolOutputReader:
     """Incremental parser of TLC -tool output.  Call `feed(line)` per line, then `finish()`."""
 
-    def __init__(self, temporal_properties: list[str] | None = None, source: str = "TLC"):
+    def __init__(self, temporal_properties: list[str] | None = None, source: str = "TLC",
+                 mode: str | None = None):
+        """mode: "bfs" or "simulate" (the manifest config's); None: as TLC's start message
+        says.  A bfs run is ok only with TLC's success message (EC 2193, "Model checking
+        completed. No error has been found."); a simulation, which has none, only when TLC
+        finished and its output is intact."""
         self.out = TLCOutcome()
+        self._mode = mode
+        self._success = False
+        self._damage: list[str] = []        # what in the output TLC cannot have printed
+        self._lineno = 0
+        self._mode_seen: int | None = None
         self._temporal = temporal_properties or []
         self._source = source
         self._code: int | None = None
@@ -142,21 +164,35 @@ class ToolOutputReader:
     # -- feeding -----------------------------------------------------------------------------
     def feed(self, line: str) -> None:
         line = line.rstrip("\n")
-        m = _START.match(line)
+        self._lineno += 1
+        if _FRAME in line:
+            m = _START.match(line)
+            if m:
+                if self._code is not None and len(self._outer) < _MAX_NESTING:
+                    self._outer.append((self._code, self._severity, self._buf))
+                self._code, self._severity, self._buf = int(m.group(1)), int(m.group(2)), []
+                return
+            m = _END.match(line)
+            if m and self._code is None:
+                self._damaged("the end of a message that did not start")
+                return
+            if m and int(m.group(1)) != self._code:
+                self._damaged(f"the end of message {m.group(1)} inside message {self._code}")
+            elif not m:
+                self._damaged("a broken message frame")
+        else:
+            m = None
         if m:
-            if self._code is not None and len(self._outer) < _MAX_NESTING:
-                self._outer.append((self._code, self._severity, self._buf))
-            self._code, self._severity, self._buf = int(m.group(1)), int(m.group(2)), []
-            return
-        m = _END.match(line)
-        if m and self._code is not None:
             code, severity, buf = self._code, self._severity, self._buf
             self._code = None
             if self._outer:
                 self._code, self._severity, self._buf = self._outer.pop()
                 if len(self._buf) + len(buf) <= _MAX_MESSAGE_LINES:
                     self._buf.extend(buf)     # the outer message's text includes the inner one
-            self._message(code, severity, buf)
+            try:
+                self._message(code, severity, buf)
+            except _Damaged as e:
+                self._damaged(f"message {code}: {e}")
             return
         if self._code is not None:
             if len(self._buf) < _MAX_MESSAGE_LINES:
@@ -164,15 +200,34 @@ class ToolOutputReader:
         else:
             self._loose(line)
 
+    def _damaged(self, what: str) -> None:
+        if len(self._damage) < 5:
+            self._damage.append(f"line {self._lineno}: {what}")
+        elif len(self._damage) == 5:
+            self._damage.append("...")
+
     def finish(self) -> TLCOutcome:
         o = self.out
         if self._sany and not o.errors and o.status == "error":
             o.errors.append(self._sany_error())
+        if o.counterexample and o.violated is None and o.status in (None, "ok"):
+            self._damage.append("counterexample states without the violation they show")
+        if self._damage:
+            # fail closed: output TLC cannot have printed is no verdict, whatever else it says
+            o.status = "error"
+            o.errors.append(TLCError(f"damaged {self._source} output: "
+                                     + "; ".join(self._damage)))
         if o.status is None:
+            simulate = self._mode == "simulate" if self._mode else \
+                self._mode_seen == SIMULATION_START
             if o.errors:
                 o.status = "error"
-            elif o.finished:
+            elif o.finished and (self._success or simulate):
                 o.status = "ok"
+            elif o.finished:
+                o.status = "error"
+                o.errors.append(TLCError("TLC finished without its success message (\"Model "
+                                         "checking completed. No error has been found.\")"))
             else:
                 o.status = "error"
                 tail = " | ".join(ln.strip() for ln in self._tail if ln.strip())
@@ -209,7 +264,7 @@ class ToolOutputReader:
         elif code == BACK_TO_STATE:
             m = _BACK_TO.match(text)
             if m:
-                o.loop_back_to = int(m.group(2) or m.group(1))
+                o.loop_back_to = _int(m.group(2) or m.group(1))
         elif code == STUTTERING:
             if o.counterexample:
                 last = o.counterexample[-1]
@@ -220,7 +275,7 @@ class ToolOutputReader:
                 g = m.groups()[-3:]
                 self.progress = (_int(g[0]), _int(g[1]), _int(g[2]))
                 if code == PROGRESS:
-                    self.progress_depth = int(m.group(1))
+                    self.progress_depth = _int(m.group(1))
                 if code == STATS:
                     o.generated_states, o.distinct_states, o.queue_left = self.progress
         elif code == SIMULATION_PROGRESS:
@@ -231,9 +286,13 @@ class ToolOutputReader:
         elif code == DEPTH:
             m = _DEPTH.search(text)
             if m:
-                o.depth = int(m.group(1))
+                o.depth = _int(m.group(1))
         elif code == FINISHED:
             o.finished = True
+        elif code == SUCCESS:
+            self._success = True
+        elif code in (SIMULATION_START, BFS_START):
+            self._mode_seen = code
         elif code == PARSING_FAILED:
             o.status = "error"
             o.errors.append(self._sany_error())
@@ -256,7 +315,7 @@ class ToolOutputReader:
         m = _STEP_HEADER.match(lines[0])
         if not m:
             return
-        index, header = int(m.group(1)), m.group(2)
+        index, header = _int(m.group(1)), m.group(2)
         if header.startswith("Initial predicate"):
             action, location = "Init", None
         else:

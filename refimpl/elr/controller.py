@@ -288,12 +288,7 @@ class Controller:
         """One step's transition: persist and publish (with a new metadata version) when the
         committed metadata changed.  `reply`: the envelopes answering the request, or a
         function of the new state giving them."""
-        # One PartitionChangeRecord per step: the partition epoch is bumped once when any
-        # field of the partition changed (spec ApplyPartition), whatever the handler did.
-        p0 = s0.partition
-        bumped = replace(s.partition, partition_epoch=p0.partition_epoch) != p0
-        s = replace(s, partition=s.partition.with_(
-            partition_epoch=p0.partition_epoch + (1 if bumped else 0)))
+        s = replace(s, partition=self._stamp_partition_epoch(s0.partition, s.partition))
         if s.published() != s0.published():
             s = replace(s, metadata_version=s0.metadata_version + 1)
         changed = (s.partition, s.min_isr, s.registrations, s.incarnations,
@@ -308,6 +303,13 @@ class Controller:
             timers = timers + (SetTimer(RECOVERY_TIMER, self.config.recovery_timeout_ms),)
         return Transition(state=s, action=action, params=params,
                           sends=tuple(reply) + publish + sends, persist=persist, timers=timers)
+
+    @staticmethod
+    def _stamp_partition_epoch(p0: PartitionState, p: PartitionState) -> PartitionState:
+        """One PartitionChangeRecord per step: the partition epoch is bumped once when any
+        field of the partition changed (spec ApplyPartition), whatever the handler did."""
+        bumped = replace(p, partition_epoch=p0.partition_epoch) != p0
+        return p.with_(partition_epoch=p0.partition_epoch + (1 if bumped else 0))
 
     def _finish(self, s0: ControllerState, s: ControllerState, action: str, params: dict,
                 reply=(), timers: tuple = ()) -> Transition | None:

@@ -23,7 +23,8 @@ from refimpl.sim.protocol import ProtocolAdapter
 from refimpl.sim.simulator import DEFAULT_LIVENESS_BOUND_MS, SimResult, Simulator
 
 __all__ = ["PROTOCOLS", "UsageError", "load_adapter_class", "parse_seeds", "RunSpec",
-           "run_seeds", "MANIFEST_SCHEMA"]
+           "run_seeds", "MANIFEST_SCHEMA", "finish_manifest", "folder_lock", "bounds_label",
+           "seed_label"]
 
 MANIFEST_SCHEMA = "kraftcheck-sim-manifest/1"
 
@@ -156,7 +157,7 @@ LOCK_NAME = ".kraftcheck-simulate.lock"
 
 
 @contextlib.contextmanager
-def _folder_lock(out_dir: Path | None):
+def folder_lock(out_dir: Path | None):
     """An exclusive lock on out_dir for one run: a second run into the same folder while
     the first is running is refused (FolderBusy), never interleaved into its manifest."""
     if out_dir is None:
@@ -210,7 +211,7 @@ def run_seeds(spec: RunSpec, out_dir: Path | None,
     given); return the manifest of this run.  A second run into the same folder at the same
     time is refused (FolderBusy); one after another, the folder's manifest.json lists the
     traces of both (see _merge_previous)."""
-    with _folder_lock(out_dir):
+    with folder_lock(out_dir):
         return _run_seeds(spec, out_dir, on_done)
 
 
@@ -220,10 +221,7 @@ def _run_seeds(spec: RunSpec, out_dir: Path | None,
 
     cls, bounds = spec.validate()
     profile = get_profile(spec.faults)
-    bounds_label = None
-    if bounds is not None:
-        bounds_label = {**_bounds_names(spec.bounds_path),
-                        "constants": {k: _plain(v) for k, v in sorted(bounds.constants.items())}}
+    label = None if bounds is None else bounds_label(spec.bounds_path, bounds)
     traces = []
     # The planted bug in effect: --bug, or the one a Bug* switch of the --bounds config selects
     # (recorded in the trace header, the trace id and the manifest, never silently).
@@ -232,7 +230,7 @@ def _run_seeds(spec: RunSpec, out_dir: Path | None,
         adapter = cls.from_options(bounds, spec.bug)
         tid = trace_id(spec.protocol, spec.faults, seed, planted, spec.bounds_path)
         r = Simulator(adapter, seed, profile, spec.steps, trace=out_dir is not None,
-                      trace_id=tid, bounds_label=bounds_label, bug=planted,
+                      trace_id=tid, bounds_label=label, bug=planted,
                       faults_until_ms=spec.faults_until_ms,
                       liveness_bound_ms=spec.liveness_bound_ms).run()
         entry = {"trace_id": tid, "seed": seed, "actions": r.steps,
@@ -250,12 +248,23 @@ def _run_seeds(spec: RunSpec, out_dir: Path | None,
         traces.append(entry)
         if on_done:
             on_done(r)
+    arguments = {"protocol": spec.protocol, "seeds": seed_label(spec.seeds),
+                 "faults": spec.faults, "steps": spec.steps, "bounds": spec.bounds_path,
+                 "bug": spec.bug}
+    return finish_manifest(out_dir, arguments, planted, traces)
+
+
+def finish_manifest(out_dir: Path | None, arguments: dict, planted: str | None,
+                    traces: list[dict], extra: dict | None = None) -> dict:
+    """The manifest of one run (its arguments, the planted bug, one entry per trace, the
+    summary, and the `extra` keys), written into out_dir/manifest.json merged with the folder's earlier runs (see
+    _merge_previous); shared by the refimpl's runs and Kafka's (kafka_bridge)."""
+    from kraftcore.output import write_atomic
+
     violated = sorted({v["invariant"] for t in traces for v in t["violations"]})
     manifest = {
         "schema": MANIFEST_SCHEMA,
-        "arguments": {"protocol": spec.protocol, "seeds": _seed_label(spec.seeds),
-                      "faults": spec.faults, "steps": spec.steps, "bounds": spec.bounds_path,
-                      "bug": spec.bug},
+        "arguments": arguments,
         "planted_bug": planted,
         "traces": traces,
         "summary": {
@@ -265,11 +274,18 @@ def _run_seeds(spec: RunSpec, out_dir: Path | None,
             "traces_with_violations": sum(1 for t in traces if t["violations"]),
             "invariants_violated": violated,
         },
+        **(extra or {}),
     }
     if out_dir is not None:
         folder = _merge_previous(out_dir, manifest)
         write_atomic(out_dir / "manifest.json", json.dumps(folder, indent=2, sort_keys=True) + "\n")
     return manifest
+
+
+def bounds_label(path: str, bounds: Bounds) -> dict:
+    """A trace header's `bounds`: the config's names and its constants (plain JSON)."""
+    return {**_bounds_names(path),
+            "constants": {k: _plain(v) for k, v in sorted(bounds.constants.items())}}
 
 
 def _bounds_names(path: str) -> dict:
@@ -285,7 +301,7 @@ def _bounds_names(path: str) -> dict:
     return out
 
 
-def _seed_label(seeds: list[int]) -> str:
+def seed_label(seeds: list[int]) -> str:
     if seeds == list(range(seeds[0], seeds[-1] + 1)):
         return f"{seeds[0]}:{seeds[-1]}" if len(seeds) > 1 else str(seeds[0])
     return ",".join(map(str, seeds))

@@ -4,6 +4,8 @@ Line 1, the header:
   {"kind":"header","schema":"kraftcheck-trace/1","trace_id":..,"protocol":..,"seed":..,
    "fault_profile":..,"bug":..|null,"bounds":..|null,"spec_module":..,"model_values":[..],
    "variables":[..]}
+  plus, optionally, "impl":{"name":..,"version":..}: the implementation that produced the run
+  (kafka_bridge writes {"name":"kafka","version":"3.7.2"}); without it the run is the refimpl's.
 Lines 2..n+2, one per step (step 0 is the initial state, action "Init"):
   {"kind":"step","trace_id":..,"step":i,"time_ms":t,"action":..,"params":{..},"state":{..}}
   `state` holds every spec variable AFTER the step, ITF-encoded (kraftcore.values.to_itf).
@@ -21,18 +23,20 @@ the state; it produces exactly the bytes `dumps` would.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from kraftcore.values import ValueError_, from_itf
 from refimpl.sim.protocol import dumps
+from trace_checker.traces import footer_problems
 
 __all__ = [
     "SCHEMA", "header_obj", "step_line", "footer_obj", "dumps", "TraceFormatError",
-    "read_trace", "validate_lines", "Trace",
+    "read_trace", "validate_lines", "Trace", "REFIMPL", "impl_of", "impl_problem",
 ]
 
 SCHEMA = "kraftcheck-trace/1"
+REFIMPL = "refimpl"   # the implementation of a trace whose header names none
 _QUOTED: dict[str, str] = {}
 
 
@@ -42,8 +46,12 @@ class TraceFormatError(ValueError):
 
 def header_obj(*, trace_id: str, protocol: str, seed: int, fault_profile: str, bug: str | None,
                bounds: Any, spec_module: str, model_values: Iterable[str],
-               variables: Iterable[str]) -> dict:
+               variables: Iterable[str], impl: dict | None = None) -> dict:
+    """`impl`: {"name", "version"} of the implementation that produced the run; None (the
+    refimpl) writes no key, so the refimpl's traces keep their bytes."""
+    extra = {} if impl is None else {"impl": {"name": impl["name"], "version": impl["version"]}}
     return {
+        **extra,
         "kind": "header",
         "schema": SCHEMA,
         "trace_id": trace_id,
@@ -104,6 +112,20 @@ _FOOTER_KEYS = {"kind": str, "trace_id": str, "steps": int, "end_reason": str,
                 "invariants": dict, "violations": list}   # "actions" (int) is optional
 
 
+def impl_problem(header: dict) -> str | None:
+    """What is wrong with a header's optional `impl` ({"name": str, "version": str}), or None
+    (the rule lives in trace_checker.traces, as the strict JSON reading does)."""
+    from trace_checker.traces import impl_problem
+    why = impl_problem(header)
+    return f"key 'impl': {why}" if why else None
+
+
+def impl_of(header: dict) -> str:
+    """The name of the implementation a trace header names (REFIMPL without `impl`)."""
+    v = header.get("impl")
+    return v["name"] if isinstance(v, dict) and isinstance(v.get("name"), str) else REFIMPL
+
+
 def _check_keys(obj: dict, spec: dict, where: str, optional_null=()) -> list[str]:
     errs = []
     for k, t in spec.items():
@@ -154,6 +176,9 @@ def validate_lines(lines: Iterable[str], decode_states: bool = True) -> list[str
             for k in ("bug", "bounds"):
                 if k not in obj:
                     errs.append(f"{where}: missing key {k!r}")
+            bad_impl = impl_problem(obj)
+            if bad_impl:
+                errs.append(f"{where}: {bad_impl}")
             header = obj
             for k in ("variables", "model_values"):
                 v = obj.get(k)
@@ -189,16 +214,14 @@ def validate_lines(lines: Iterable[str], decode_states: bool = True) -> list[str
             n_steps += 1
         elif kind == "footer":
             errs += _check_keys(obj, _FOOTER_KEYS, where)
-            steps_n = obj.get("steps", 0)
-            if "actions" in obj and (not isinstance(obj["actions"], int)
-                                     or (isinstance(steps_n, int) and obj["actions"] < steps_n)):
-                errs.append(f"{where}: footer actions must be an integer >= steps")
+            if header and obj.get("trace_id") != header.get("trace_id"):
+                errs.append(f"{where}: trace_id differs from the header's")
             if obj.get("steps") != n_steps - 1:
                 errs.append(f"{where}: footer steps {obj.get('steps')} != {n_steps - 1} steps after Init")
-            invariants = obj.get("invariants")
-            for name, res in (invariants.items() if isinstance(invariants, dict) else ()):
-                if res not in ("ok", "violated"):
-                    errs.append(f"{where}: invariant {name} result {res!r}")
+            # the rules the checker's reader applies too (trace_checker.traces.footer_problems);
+            # a missing key or a wrong top-level type is reported once, by _check_keys above
+            errs += [f"{where}: {f}: {m}" for f, m in footer_problems(obj)
+                     if not (f in _FOOTER_KEYS and (f not in obj or not isinstance(obj[f], _FOOTER_KEYS[f])))]
             footer = obj
         else:
             errs.append(f"{where}: unknown kind {kind!r}")
@@ -217,27 +240,34 @@ def _loads(text: str) -> Any:
     return loads_strict(text)
 
 
-def _iter_lines(path) -> Iterator[str]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if line.strip():
-                    yield line.rstrip("\n")
-    except UnicodeDecodeError as e:
-        raise TraceFormatError(f"{path}: not UTF-8 (byte {e.start} of a line)") from None
-    except OSError as e:
-        raise TraceFormatError(f"{path}: cannot read: {e.strerror or e}") from None
-
-
 def read_trace(path, decode: bool = True) -> Trace:
-    """Read and validate a trace file; raises TraceFormatError naming the file."""
-    lines = list(_iter_lines(path))
-    errs = validate_lines(lines, decode_states=False)
-    if errs:
-        raise TraceFormatError(f"{path}: " + "; ".join(errs[:5]))
-    objs = [_loads(x) for x in lines]
-    steps = objs[1:-1]
-    if decode:
-        for s in steps:
-            s["state"] = {k: from_itf(v, f"{path} step {s['step']} {k}") for k, v in s["state"].items()}
-    return Trace(objs[0], steps, objs[-1])
+    """Read a trace by the rules `kraftcheck validate` applies, with its reader: the strict
+    line reader (trace_checker.traces.read_trace: types, order, trace ids, header and footer
+    fields) and the decoding of every state value (trace_checker.observe.Observer: ITF tags,
+    integers, sets and maps whose elements are distinct).  A trace validate calls malformed is
+    refused here too, and so is a partial observation (a state without some variable: ITF
+    lists every variable in every state).  Raises TraceFormatError naming file, line, field.
+
+    decode: each step's `state` holds TLA+ values (kraftcore.values) instead of ITF JSON."""
+    from trace_checker.codec import Codec
+    from trace_checker.observe import Observer
+    from trace_checker.traces import TraceMalformed, read_trace as read_strict
+    try:
+        t = read_strict(path)
+        codec = Codec(t.variables)
+        keys = Observer(codec, intern=True).keys(t)
+    except TraceMalformed as e:
+        raise TraceFormatError(str(e)) from None
+    steps = []
+    for s, key in zip(t.steps, keys):
+        if len(s.state) != len(t.variables):
+            missing = [v for v in t.variables if v not in s.state]
+            raise TraceFormatError(
+                str(TraceMalformed(t.path, s.line, "state", f"no value for {', '.join(missing[:5])}"
+                                   f"{' ...' if len(missing) > 5 else ''}: a partial observation "
+                                   "has no ITF form (every state lists every variable)")))
+        steps.append({"kind": "step", "trace_id": t.trace_id, "step": s.index,
+                      "time_ms": s.time_ms, "action": s.action,
+                      "params": s.params if s.params is not None else {},
+                      "state": codec.decode(key) if decode else s.state})
+    return Trace(t.header, steps, t.footer)

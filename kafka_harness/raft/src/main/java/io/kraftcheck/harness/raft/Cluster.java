@@ -1,0 +1,458 @@
+package io.kraftcheck.harness.raft;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeMap;
+
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.raft.KraftAccess;
+import org.apache.kafka.raft.QuorumState;
+import org.apache.kafka.raft.RaftConfig;
+import org.apache.kafka.raft.RaftRequest;
+import org.apache.kafka.raft.RaftResponse;
+
+/**
+ * N KafkaRaftClients over the harness's network, driven one event at a time, and the step
+ * recorder that turns what they do into spec steps (README.md "Steps").  Every Kafka event is one
+ * poll() of one replica with at most one inbound message; inside a poll the harness observes
+ * every send (NetworkChannel.send) and the end of the poll, and writes one line per spec step:
+ * <ul>
+ * <li>a state change before a send, or at the end of the poll, is the step of the poll's context
+ *     (Timeout for a timer poll, Receive* for the delivered message, ClientRequest);</li>
+ * <li>each send is a Send* step (DuplicateMessage if the same spec message is already in
+ *     flight: the spec's Send never adds a second copy);</li>
+ * <li>composite step: a winning VoteResponse and the next poll's append of the LeaderChange
+ *     record are one ReceiveVoteResponse (the intermediate Leader without its LeaderChange
+ *     record is never written);</li>
+ * <li>a leader's transition to Resigned is Resign (RaftClient.resign) or LeaderProgressTimeout
+ *     (the check-quorum timer), its EndQuorumEpoch requests later SendEndQuorumEpoch steps;</li>
+ * <li>a state that equals the last one written is a stutter and is not written.</li>
+ * </ul>
+ */
+final class Cluster implements Network.SendListener {
+    interface Sink {
+        void step(String action, Map<String, Object> params, Map<String, Object> state, long timeMs);
+    }
+
+    interface MessageListener {
+        void onNew(Network.Msg m);
+    }
+
+    /** The next step would leave the bounds of the TLC config (the run ends before it). */
+    static final class BoundExceeded extends RuntimeException {
+        BoundExceeded(String why) {
+            super(why);
+        }
+    }
+
+    /** Kafka threw while handling an event (the run ends; the raw stream says why). */
+    static final class KafkaFailure extends RuntimeException {
+        KafkaFailure(String why, Throwable cause) {
+            super(why, cause);
+        }
+    }
+
+    final List<Replica> replicas = new ArrayList<>();
+    final Map<String, Replica> byName = new TreeMap<>();
+    final Map<Integer, Replica> byId = new TreeMap<>();
+    final Network net = new Network(this);
+    final Projection proj;
+    final RaftConfig config;
+    final Random random;
+    final RunBounds bounds;     // null: unbounded
+    final String plant;
+    final Sink sink;
+    MessageListener messages = m -> { };
+    long nowMs;
+    long steps;                 // spec steps written (Init excluded)
+    long actions;               // harness actions (steps + stutters)
+
+    private Map<String, Projection.View> lastViews;
+    private String lastKey;
+
+    // the context of the poll in progress
+    private Replica ctxNode;
+    private String ctxAction;
+    private Map<String, Object> ctxParams;
+    private Network.Msg ctxRequest;
+    private int sendsThisPoll;
+    private final Set<String> gracefulResign = new HashSet<>();
+
+    Cluster(List<String> voters, List<String> observers, Random random, RunBounds bounds,
+            String plant, Sink sink) {
+        this.random = random;
+        this.bounds = bounds;
+        this.plant = plant;
+        this.sink = sink;
+        Map<Integer, RaftConfig.AddressSpec> addresses = new LinkedHashMap<>();
+        int id = 1;
+        for (String v : voters) {
+            Replica r = new Replica(v, id, true, 0L, plant);
+            addresses.put(id, new RaftConfig.InetAddressSpec(
+                java.net.InetSocketAddress.createUnresolved("localhost", 9990 + id)));
+            add(r);
+            id++;
+        }
+        id = 101;
+        for (String o : observers) {
+            add(new Replica(o, id++, false, 0L, plant));
+        }
+        this.config = new RaftConfig(addresses, Replica.REQUEST_TIMEOUT_MS, Replica.RETRY_BACKOFF_MS,
+            Replica.ELECTION_TIMEOUT_MS, Replica.ELECTION_BACKOFF_MAX_MS, Replica.FETCH_TIMEOUT_MS,
+            Replica.LINGER_MS);
+        this.proj = new Projection(replicas);
+    }
+
+    private void add(Replica r) {
+        replicas.add(r);
+        byName.put(r.name, r);
+        byId.put(r.id, r);
+    }
+
+    // ------------------------------------------------------------------ recording
+
+    Map<String, Object> msgParams(Network.Msg m, Replica node) {
+        TreeMap<String, Object> p = new TreeMap<>();
+        p.put("msg", m.spec);
+        if (node != null) {
+            p.put("node", node.name);
+        }
+        return p;
+    }
+
+    static Map<String, Object> nodeParams(Replica r) {
+        TreeMap<String, Object> p = new TreeMap<>();
+        p.put("node", r.name);
+        return p;
+    }
+
+    /** Write the current state as a step if it differs from the last one (or {@code force}). */
+    boolean record(String action, Map<String, Object> params, Replica actor, boolean force) {
+        actions++;
+        Map<String, Projection.View> views = proj.views(lastViews);
+        String key = Projection.json(proj.state(views, net));
+        if (!force && key.equals(lastKey)) {
+            return false;
+        }
+        checkBounds(views);
+        lastViews = views;
+        proj.afterStep(action, actor, views);
+        if (!"Init".equals(action)) {
+            steps++;
+        }
+        TreeMap<String, Object> state = proj.state(views, net);
+        lastKey = Projection.json(state);
+        sink.step(action, params, state, nowMs);
+        return true;
+    }
+
+    private void checkBounds(Map<String, Projection.View> views) {
+        if (bounds == null) {
+            return;
+        }
+        for (Map.Entry<String, Projection.View> e : views.entrySet()) {
+            Projection.View v = e.getValue();
+            if (bounds.maxEpoch != null && v.epoch > bounds.maxEpoch) {
+                throw new BoundExceeded(e.getKey() + " would enter epoch " + v.epoch + " > MaxEpoch");
+            }
+            if (bounds.maxEpoch != null && bounds.maxLog != null
+                    && v.log.size() > bounds.maxLog + bounds.maxEpoch) {
+                throw new BoundExceeded(e.getKey() + "'s log would exceed MaxLogLength + MaxEpoch");
+            }
+        }
+        if (bounds.maxInFlight != null && net.visibleCount() > bounds.maxInFlight) {
+            throw new BoundExceeded("more than MaxInFlight messages in flight");
+        }
+    }
+
+    // ------------------------------------------------------------------ Kafka events
+
+    void init() {
+        for (Replica r : replicas) {
+            r.start(net, config, new Random(random.nextLong()));
+        }
+        record("Init", new TreeMap<>(), null, true);
+    }
+
+    boolean isPendingLeader(Replica r) {
+        QuorumState q = KraftAccess.quorum(r.client);
+        return q.isLeader() && r.log.endOffset().offset == KraftAccess.epochStartOffset(q);
+    }
+
+    /** Move the replica's clock to now, unless the bounds freeze it. */
+    void advanceClock(Replica r) {
+        if (bounds != null) {
+            int epoch = KraftAccess.quorum(r.client).epoch();
+            boolean freeze = (bounds.maxEpoch != null && epoch >= bounds.maxEpoch)
+                || (bounds.timeoutVoters != null && !bounds.timeoutVoters.contains(r.name));
+            r.clock.freeze(freeze);
+        }
+        r.clock.advanceTo(nowMs);
+    }
+
+    private void poll(Replica r, String action, Map<String, Object> params, Network.Msg request) {
+        ctxNode = r;
+        ctxAction = action;
+        ctxParams = params;
+        ctxRequest = request;
+        sendsThisPoll = 0;
+        try {
+            r.client.poll();
+        } catch (BoundExceeded e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw new KafkaFailure(r.name + " threw " + e.getClass().getSimpleName() + ": "
+                + e.getMessage(), e);
+        }
+        endOfPoll(r);
+        ctxNode = null;
+    }
+
+    private void endOfPoll(Replica r) {
+        if (isPendingLeader(r)) {
+            return;         // composite: the LeaderChange append of the next poll belongs to it
+        }
+        record(resignedNow(r) ? resignAction(r) : ctxAction, resignedNow(r) ? nodeParams(r) : ctxParams,
+            r, false);
+    }
+
+    /** Did this poll turn the leader into a Resigned replica (pollLeader.transitionToResigned)? */
+    private boolean resignedNow(Replica r) {
+        Projection.View old = lastViews.get(r.name);
+        return "Leader".equals(old.role) && KraftAccess.quorum(r.client).isResigned();
+    }
+
+    /** RaftClient.resign (the harness's graceful resignation) is the spec's Resign; the check-quorum
+     *  timer's expiry is LeaderProgressTimeout (KafkaCheckQuorumResigns: it resigns too). */
+    private String resignAction(Replica r) {
+        return gracefulResign.remove(r.name) ? "Resign" : "LeaderProgressTimeout";
+    }
+
+    @Override
+    public void onSend(Replica from, RaftRequest.Outbound request) {
+        Replica dest = byId.get(request.destinationId());
+        if (!isPendingLeader(from) && ctxNode == from) {
+            // the poll's state change comes first
+            record(resignedNow(from) ? resignAction(from) : ctxAction,
+                resignedNow(from) ? nodeParams(from) : ctxParams, from, false);
+        }
+        sendsThisPoll++;
+        Map<String, Object> spec = proj.message(from.name, dest.name, request.data(), null);
+        String specJson = Projection.json(spec);
+        boolean dup = net.visibleInFlight(specJson);
+        if (bounds != null && bounds.maxInFlight != null && net.visibleCount() >= bounds.maxInFlight) {
+            actions++;          // lost at the source: a stutter
+            return;
+        }
+        Network.Msg m = net.add(from, dest, true, request.correlationId(), request.data(), spec,
+            specJson, true);
+        messages.onNew(m);
+        String type = (String) spec.get("type");
+        if (dup) {
+            record("DuplicateMessage", msgParams(m, null), from, false);
+        } else {
+            record(sendAction(type), msgParams(m, from), from, false);
+        }
+    }
+
+    static String sendAction(String type) {
+        switch (type) {
+            case "VoteRequest":
+                return "SendVoteRequest";
+            case "BeginQuorumEpochRequest":
+                return "SendBeginQuorumEpoch";
+            case "FetchRequest":
+                return "SendFetchRequest";
+            case "EndQuorumEpochRequest":
+                return "SendEndQuorumEpoch";     // spec: only under KafkaResignedRepeatsEndQuorumEpoch
+            default:
+                return "Send" + type;
+        }
+    }
+
+    /** A response Kafka produced for {@code req} (inside the poll that handled it). */
+    private void onReply(Replica responder, Network.Msg req, RaftResponse.Outbound resp, Throwable ex) {
+        if (ex != null || resp == null) {
+            return;
+        }
+        ApiMessage data = resp.data();
+        Map<String, Object> spec = proj.message(responder.name, req.src.name, data, req.spec);
+        Network.Msg m = net.add(responder, req.src, false, req.correlationId, data, spec,
+            Projection.json(spec), visible(spec));
+        messages.onNew(m);
+    }
+
+    /**
+     * Kafka responses the spec does not model travel outside the bag: Fetch errors that
+     * tell the fetcher nothing (KRaft.tla FetchErrorInformative: UNKNOWN_LEADER_EPOCH, or
+     * NOT_LEADER_OR_FOLLOWER naming no leader or the fetcher itself).
+     */
+    static boolean visible(Map<String, Object> spec) {
+        String type = (String) spec.get("type");
+        if ("FetchResponse".equals(type)) {
+            Object err = spec.get("error");
+            if ("UNKNOWN_LEADER_EPOCH".equals(err)) {
+                return false;
+            }
+            if ("NOT_LEADER_OR_FOLLOWER".equals(err)) {
+                Object l = spec.get("leaderId");
+                return !(Projection.NIL.equals(l) || spec.get("dest").equals(l));
+            }
+        }
+        return true;
+    }
+
+    /** Poll the replica with no inbound message until it does nothing more (timers, sends). */
+    void settle(Replica r) {
+        if (!r.up) {
+            return;
+        }
+        advanceClock(r);
+        for (int i = 0; i < 12; i++) {
+            long before = steps;
+            poll(r, "Timeout", nodeParams(r), null);
+            if (steps == before && sendsThisPoll == 0 && !isPendingLeader(r)) {
+                return;
+            }
+        }
+    }
+
+    /** Deliver one message to {@code target} (its destination, unless the network misdelivers). */
+    void deliver(Network.Msg m, Replica target) {
+        if (!net.contains(m)) {
+            return;
+        }
+        if (!target.up) {
+            drop(m);
+            return;
+        }
+        settle(target);
+        if (!net.contains(m)) {
+            return;
+        }
+        boolean misdelivered = target != m.dest;
+        if (!m.request && !misdelivered
+                && !KraftAccess.responseExpected(target.client, m.src.id, m.correlationId)) {
+            drop(m);    // Kafka ignores a response it no longer expects: the network lost it
+            return;
+        }
+        net.remove(m);
+        if (m.request) {
+            RaftRequest.Inbound in = new RaftRequest.Inbound(m.correlationId, dup(m.data),
+                target.clock.milliseconds());
+            in.completion.whenComplete((resp, ex) -> onReply(target, m, resp, ex));
+            target.queue.add(in);
+        } else {
+            target.queue.add(new RaftResponse.Inbound(m.correlationId, dup(m.data), m.src.id));
+        }
+        String action = "Receive" + m.spec.get("type");
+        poll(target, action, msgParams(m, target), m);
+        for (int i = 0; i < 3 && isPendingLeader(target); i++) {
+            poll(target, action, msgParams(m, target), m);
+        }
+        settle(target);
+    }
+
+    private static ApiMessage dup(ApiMessage data) {
+        return (ApiMessage) data.duplicate();
+    }
+
+    void drop(Network.Msg m) {
+        if (!net.contains(m)) {
+            return;
+        }
+        net.remove(m);
+        if (m.visible) {
+            record("DropMessage", msgParams(m, null), null, false);
+        }
+    }
+
+    /** One more copy of {@code m} in flight (null if the bounds forbid it). */
+    Network.Msg duplicate(Network.Msg m) {
+        if (!net.contains(m)) {
+            return null;
+        }
+        if (m.visible && bounds != null && bounds.maxInFlight != null
+                && net.visibleCount() >= bounds.maxInFlight) {
+            return null;
+        }
+        Network.Msg c = net.copy(m);
+        if (m.visible) {
+            record("DuplicateMessage", msgParams(c, null), null, false);
+        }
+        return c;
+    }
+
+    /** A client record appended by the leader (scheduleAppend, drained by the next poll). */
+    boolean clientRequest(Replica r, String value) {
+        if (!r.up) {
+            return false;
+        }
+        settle(r);
+        QuorumState q = KraftAccess.quorum(r.client);
+        if (!q.isLeader() || isPendingLeader(r)) {
+            return false;
+        }
+        r.client.scheduleAppend(q.epoch(), Collections.singletonList(value));
+        TreeMap<String, Object> p = new TreeMap<>();
+        p.put("node", r.name);
+        p.put("value", value);
+        poll(r, "ClientRequest", p, null);
+        settle(r);
+        return true;
+    }
+
+    /** Graceful resignation (RaftClient.resign): the next poll resigns, the one after sends
+     *  EndQuorumEpoch; written as the spec's Resign. */
+    boolean resign(Replica r) {
+        if (!r.up) {
+            return false;
+        }
+        settle(r);
+        QuorumState q = KraftAccess.quorum(r.client);
+        if (!q.isLeader() || isPendingLeader(r)) {
+            return false;
+        }
+        gracefulResign.add(r.name);
+        r.client.resign(q.epoch());
+        settle(r);
+        gracefulResign.remove(r.name);
+        return true;
+    }
+
+    void crash(Replica r) {
+        r.crash();
+        actions++;      // a stutter: the spec's Restart is crash and recovery in one step
+    }
+
+    void restart(Replica r, boolean loseDisk) {
+        if (loseDisk) {
+            r.loseDisk(plant);
+        } else {
+            r.log.reopen();
+            r.store.onRestart();
+        }
+        advanceClock(r);
+        try {
+            r.start(net, config, new Random(random.nextLong()));
+        } catch (RuntimeException e) {
+            throw new KafkaFailure(r.name + " failed to restart: " + e, e);
+        }
+        record(loseDisk ? "LoseDisk" : "Restart", nodeParams(r), r, true);
+        settle(r);
+    }
+
+    Map<String, Projection.View> views() {
+        return lastViews;
+    }
+
+    String role(Replica r) {
+        return lastViews.get(r.name).role;
+    }
+}

@@ -1,0 +1,75 @@
+package io.kraftcheck.harness.raft;
+
+import java.util.Random;
+
+import org.apache.kafka.common.metrics.Metrics;
+import org.apache.kafka.common.utils.LogContext;
+import org.apache.kafka.raft.KafkaRaftClient;
+import org.apache.kafka.raft.KraftAccess;
+import org.apache.kafka.raft.MockExpirationService;
+import org.apache.kafka.raft.MockMessageQueue;
+import org.apache.kafka.raft.RaftConfig;
+import org.apache.kafka.raft.internals.BatchMemoryPool;
+
+/**
+ * One replica: its persistent part (log and quorum-state store, kept across restarts, as in
+ * RaftEventSimulationTest's PersistentState), its own clock, and the running KafkaRaftClient with
+ * its inbound queue (rebuilt on restart).
+ */
+final class Replica {
+    /** Kafka's quorum.* defaults, except linger 0 (one value per batch) and fetch max wait 0 (a
+     *  Fetch is answered in the poll that handles it, as the spec's ReceiveFetchRequest replies). */
+    static final int REQUEST_TIMEOUT_MS = 2000;
+    static final int RETRY_BACKOFF_MS = 20;
+    static final int ELECTION_TIMEOUT_MS = 1000;
+    static final int ELECTION_BACKOFF_MAX_MS = 1000;
+    static final int FETCH_TIMEOUT_MS = 2000;
+    static final int LINGER_MS = 0;
+    static final int FETCH_MAX_WAIT_MS = 0;
+    static final String CLUSTER_ID = "cluster-A";   // MCKRaft!MCClusterOf for every server
+
+    final String name;
+    final int id;
+    final boolean voter;
+    final NodeClock clock;
+    HarnessLog log;
+    QuorumStore store;
+    MockMessageQueue queue;
+    KafkaRaftClient<String> client;
+    Metrics metrics;
+    boolean up;
+
+    Replica(String name, int id, boolean voter, long nowMs, String plant) {
+        this.name = name;
+        this.id = id;
+        this.voter = voter;
+        this.clock = new NodeClock(nowMs);
+        this.log = new HarnessLog(name, "lying-flush".equals(plant));
+        this.store = new QuorumStore("forgetful-store".equals(plant));
+    }
+
+    /** Disk loss: a freshly formatted replica (empty log, no quorum-state file). */
+    void loseDisk(String plant) {
+        this.log = new HarnessLog(name, "lying-flush".equals(plant));
+        this.store = new QuorumStore("forgetful-store".equals(plant));
+    }
+
+    /** Start (or restart) the Kafka client over the kept log and store. */
+    void start(Network net, RaftConfig config, Random random) {
+        queue = new MockMessageQueue();
+        metrics = new Metrics(clock);
+        client = KraftAccess.newClient(new StringSerde(), net.channel(this), queue, log, store,
+            new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES), clock, metrics,
+            new MockExpirationService(clock), FETCH_MAX_WAIT_MS, CLUSTER_ID, id,
+            new LogContext("[" + name + "] "), random, config);
+        client.initialize();
+        up = true;
+    }
+
+    void crash() {
+        up = false;
+        if (metrics != null) {
+            metrics.close();
+        }
+    }
+}

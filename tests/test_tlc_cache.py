@@ -1,0 +1,93 @@
+"""The TLC result cache (kraftcore/tlc/cache.py): an identical run's output is reused, parsed
+and judged again; any change of the modules, the config or the options runs TLC again."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import pytest
+
+from kraftcore.paths import REPO_ROOT
+from kraftcore.tlc import cache as result_cache
+from kraftcore.tlc.manifest import load_manifest
+from kraftcore.tlc.runner import run_config
+
+pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+FIXTURES = {e.name: e for e in load_manifest(REPO_ROOT / "tests/fixtures/tlc")}
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    monkeypatch.setenv("KRAFTCHECK_WORK", str(tmp_path / "work"))
+    monkeypatch.delenv("KRAFTCHECK_TLC_CACHE", raising=False)
+    return tmp_path
+
+
+def _own_copy(tmp_path, name):
+    """The fixture config with its module and cfg copied under tmp_path (so they can change)."""
+    e = FIXTURES[name]
+    d = tmp_path / "model"
+    d.mkdir(exist_ok=True)
+    shutil.copy2(e.module_path, d / e.module_path.name)
+    shutil.copy2(e.cfg_path, d / e.cfg_path.name)
+    return dataclasses.replace(e, module=str(d / e.module_path.name), cfg=str(d / e.cfg_path.name))
+
+
+def test_an_identical_run_is_reused_and_judged_again(work, tlc_toolchain):
+    e = _own_copy(work, "counter-ok")
+    first = run_config(e, workers=1, cache=True)
+    assert first.cached_from is None and (first.status, first.distinct_states, first.depth) == (
+        "ok", 25, 9)
+    again = run_config(e, workers=1, cache=True)
+    assert again.cached_from is not None and again.cached_from["seconds"] > 0
+    assert (again.status, again.distinct_states, again.depth, again.as_expected,
+            again.tlc_version) == ("ok", 25, 9, True, first.tlc_version)
+    assert again.to_json()["cached_from"] == again.cached_from
+    # judged against today's entry: a changed pin is not hidden by the cache
+    wrong = run_config(dataclasses.replace(e, distinct_states=26), workers=1, cache=True)
+    assert wrong.cached_from is not None and not wrong.as_expected
+    assert wrong.mismatches == ["distinct states 25 != expected 26"]
+    # without cache=True (`kraftcheck tlc run`) TLC runs
+    assert run_config(e, workers=1).cached_from is None
+
+
+def test_a_counterexample_comes_back_the_same(work, tlc_toolchain):
+    e = _own_copy(work, "counter-inv")
+    first = run_config(e, workers=1, cache=True)
+    again = run_config(e, workers=1, cache=True)
+    assert again.cached_from is not None and again.violated == first.violated == "BelowLimit"
+    assert [s.to_json() for s in again.counterexample] == [s.to_json() for s in first.counterexample]
+
+
+def test_any_change_runs_tlc_again(work, tlc_toolchain):
+    e = _own_copy(work, "counter-ok")
+    run_config(e, workers=1, cache=True)
+    assert run_config(e, workers=2, cache=True).cached_from is None          # an option
+    cfg = e.cfg_path
+    cfg.write_text(cfg.read_text() + "\n\\* a comment\n")
+    assert run_config(e, workers=1, cache=True).cached_from is None          # the config
+    module = e.module_path
+    module.write_text(module.read_text().replace("====", "\\* changed\n===="))
+    assert run_config(e, workers=1, cache=True).cached_from is None          # a module
+    assert run_config(e, workers=1, cache=True).cached_from is not None
+
+
+def test_no_verdict_is_never_stored_and_the_switch_turns_it_off(work, tlc_toolchain,
+                                                                 monkeypatch):
+    e = _own_copy(work, "counter-ok")
+    assert run_config(e, workers=1, timeout=0.01, cache=True).status == "timeout"
+    assert not list(result_cache.cache_dir().glob("*.json.gz"))
+    broken = run_config(FIXTURES["broken"], workers=1, cache=True)
+    assert broken.status == "error" and not list(result_cache.cache_dir().glob("*.json.gz"))
+    monkeypatch.setenv("KRAFTCHECK_TLC_CACHE", "0")
+    run_config(e, workers=1, cache=True)
+    assert not list(result_cache.cache_dir().glob("*.json.gz"))
+    monkeypatch.delenv("KRAFTCHECK_TLC_CACHE")
+    run_config(e, workers=1, cache=True)
+    assert len(list(result_cache.cache_dir().glob("*.json.gz"))) == 1
+    # an unreadable entry is run again (and replaced)
+    (entry,) = result_cache.cache_dir().glob("*.json.gz")
+    entry.write_bytes(b"not gzip")
+    assert run_config(e, workers=1, cache=True).cached_from is None
+    assert run_config(e, workers=1, cache=True).cached_from is not None

@@ -1,0 +1,335 @@
+"""The replay engine: target edges, shared-prefix replay, one outcome per edge.
+
+Targets (`select_edges`): every edge of the graph, a seeded sample of N edges, or the edges a
+corpus of traces never walked.  Paths are shortest paths from an initial state (networkx BFS
+over the graph); the driver branches from a saved state (snapshot) wherever two paths share a
+prefix, so each state of the paths is driven once.
+
+Modes:
+* "all": a breadth-first walk over the edges the implementation follows.  Every state reached
+  keeps a snapshot, every outgoing edge is tried from it; so each edge is tried at the end of a
+  shortest path among those the implementation can drive.  An edge whose source the walk never
+  reaches is reported with the outcome of the first edge of its spec shortest path that did not
+  replay (its step k).
+* "sample" / "unvisited": the spec's shortest path to each target edge's source, driven along
+  the BFS tree (shared prefixes), then the edge itself.
+
+Outcomes per edge: "replayed" (every state matched), "diverged" (at step k: the state the
+implementation reached, the one the spec expected, the differing paths -- the trace checker's
+diagnosis style, trace_checker/diagnose.py), "not_drivable" (the driver has no event for the
+action, or an explained reason: see `explain`).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from kraftcore.values import to_itf
+from trace_checker.replay.driver import Applied, Driver, SpecStep
+from trace_checker.diagnose import value_diff
+from trace_checker.graph import StateGraph
+
+__all__ = ["EdgeOutcome", "ReplayRun", "select_edges", "replay", "parse_edges", "EdgesError"]
+
+Edge = tuple[int, int, int]   # (source state, action id, destination state)
+
+
+class EdgesError(ValueError):
+    pass
+
+
+def parse_edges(text: str) -> tuple[str, int | None]:
+    """`all`, `unvisited`, `sample N` / `sample:N` -> (mode, N)."""
+    t = text.strip().replace(":", " ").replace("=", " ").split()
+    if t and t[0] in ("all", "unvisited") and len(t) == 1:
+        return t[0], None
+    if t and t[0] == "sample":
+        if len(t) != 2 or not t[1].isdigit() or int(t[1]) <= 0:
+            raise EdgesError(f"--edges {text!r}: write `sample N` with N a positive integer")
+        return "sample", int(t[1])
+    raise EdgesError(f"--edges {text!r}: choose all, unvisited or `sample N`")
+
+
+@dataclass
+class EdgeOutcome:
+    src: int
+    action: str
+    dst: int
+    outcome: str                       # replayed | diverged | not_drivable
+    step: int | None = None            # the failing step k on the path (1-based), if any
+    path_len: int = 0                  # spec steps of the path (the edge included)
+    reason: str | None = None
+    diagnosis: dict | None = None
+    explained: str | None = None       # a known reason class (not_drivable)
+    via: tuple | None = None           # (src, action, dst) of the failing edge, when earlier
+
+
+@dataclass
+class ReplayRun:
+    graph: StateGraph
+    outcomes: list[EdgeOutcome] = field(default_factory=list)
+    # state -> (parent state, action, event description, params, the driver's state there)
+    reached: dict[int, tuple] = field(default_factory=dict)
+    seconds: float = 0.0
+    events_applied: int = 0
+    failures: dict[Edge, tuple[EdgeOutcome, Applied]] = field(default_factory=dict)
+
+    def path_to(self, s: int) -> list[tuple[int, str, dict, str | None]]:
+        """[(state, action, params, event)] of the replayed path from Init to `s`."""
+        out = []
+        while True:
+            parent, action, event, params = self.reached[s]
+            out.append((s, action, params, event))
+            if parent is None:
+                break
+            s = parent
+        return out[::-1]
+
+
+def select_edges(g: StateGraph, mode: str, n: int | None = None, seed: int = 0,
+                 visited: set[Edge] | None = None) -> list[Edge]:
+    edges = [(s, a, d) for s, lst in enumerate(g.succ) for a, d in lst]
+    if mode == "all":
+        return edges
+    if mode == "unvisited":
+        if visited is None:
+            raise EdgesError("--edges unvisited needs --corpus DIR (the traces whose edges count "
+                             "as visited)")
+        return [e for e in edges if e not in visited]
+    if mode == "sample":
+        if n is None:
+            raise EdgesError("--edges sample needs N")
+        if n >= len(edges):
+            return edges
+        return sorted(random.Random(seed).sample(edges, n))
+    raise EdgesError(f"unknown edge selection {mode!r}")
+
+
+def bfs_tree(g: StateGraph) -> dict[int, tuple[int, int] | None]:
+    """state -> (parent, action id) on a shortest path from an initial state (networkx BFS
+    over the graph from a virtual root joined to the initial states)."""
+    G = g.to_networkx()
+    root = -1
+    H = nx.DiGraph(G)
+    H.add_edges_from((root, s) for s in g.initial)
+    parent: dict[int, tuple[int, int] | None] = {s: None for s in g.initial}
+    for p, c in nx.bfs_edges(H, root):
+        if p == root:
+            continue
+        aid = next(a for a, d in g.succ[p] if d == c)
+        parent[c] = (p, aid)
+    return parent
+
+
+def spec_path(tree: dict, s: int) -> list[tuple[int, int, int]]:
+    """The edges of the shortest path from an initial state to `s`."""
+    out = []
+    while tree[s] is not None:
+        p, a = tree[s]
+        out.append((p, a, s))
+        s = p
+    return out[::-1]
+
+
+def _diagnosis(g: StateGraph, k: int, action: str, applied: Applied, expected: dict,
+               model_values: frozenset[str]) -> dict:
+    reached = applied.state or {}
+    diffs = {}
+    for v in g.codec.variables:
+        e, r = expected.get(v), reached.get(v)
+        if e != r and applied.state is not None:
+            diffs[v] = {"expected": to_itf(e), "reached": to_itf(r),
+                        "paths": value_diff(e, r, model_values=model_values)}
+    if applied.matched:
+        summary = f"step {k} ({action}): replayed"
+    elif not applied.drivable:
+        summary = f"step {k} ({action}): not drivable: {applied.reason}"
+    elif applied.event is None:
+        summary = f"step {k} ({action}): {applied.reason}"
+    else:
+        summary = (f"step {k} ({action}): {applied.event} reaches a state differing in "
+                   f"{', '.join(sorted(diffs)) or 'nothing'}")
+    return {"step": k, "action": action, "event": applied.event,
+            "reached_action": applied.label, "summary": summary, "reason": applied.reason,
+            "enabled_events": applied.enabled, "silent_events_before": applied.silent,
+            "differing_variables": sorted(diffs), "diff": diffs}
+
+
+Explain = Callable[[StateGraph, Edge, Applied, dict], str | None]
+
+
+def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
+           model_values: frozenset[str] = frozenset(), explain: Explain | None = None,
+           progress: Callable[[int, int], None] | None = None) -> ReplayRun:
+    """Drive `driver` along the graph to every target edge; one EdgeOutcome per target."""
+    t0 = time.monotonic()
+    run = ReplayRun(g)
+    targets = list(targets)
+    target_set = set(targets)
+    acts = g.actions
+    decoded: dict[int, dict] = {}
+
+    def expected(s: int) -> dict:
+        d = decoded.get(s)
+        if d is None:
+            d = decoded[s] = g.state(s)
+            if len(decoded) > 200_000:
+                decoded.clear()
+        return d
+
+    init = driver.reset()
+    snaps: dict[int, object] = {}
+    depth: dict[int, int] = {}
+    init_states = [s for s in g.initial if expected(s) == init]
+    if init_states:
+        snap = driver.snapshot()
+        for s in init_states:
+            snaps[s] = snap
+            depth[s] = 0
+            run.reached[s] = (None, "Init", None, {})
+    done: set[Edge] = set()
+
+    def attempt(e: Edge) -> tuple[bool, Applied]:
+        s, a, d = e
+        driver.restore(snaps[s])
+        step = SpecStep(depth[s] + 1, acts[a], expected(d))
+        res = driver.apply(step)
+        if res.matched:
+            if d not in snaps:
+                snaps[d] = driver.snapshot()
+                depth[d] = depth[s] + 1
+                run.reached[d] = (s, acts[a], res.event, res.params)
+        else:
+            oc = _failed(g, e, depth[s] + 1, res, expected(d), model_values, explain)
+            run.failures[e] = (oc, res)
+        return res.matched, res
+
+    if mode == "all":
+        queue = deque(init_states)
+        n = 0
+        while queue:
+            s = queue.popleft()
+            for a, d in g.succ[s]:
+                e = (s, a, d)
+                fresh = d not in snaps
+                ok, _ = attempt(e)
+                done.add(e)
+                if ok:
+                    if e in target_set:
+                        run.outcomes.append(EdgeOutcome(s, acts[a], d, "replayed",
+                                                        path_len=depth[s] + 1))
+                    if fresh:
+                        queue.append(d)
+                elif e in target_set:
+                    run.outcomes.append(run.failures[e][0])
+                n += 1
+                if progress is not None and n % 2000 == 0:
+                    progress(n, len(targets))
+    else:
+        tree = bfs_tree(g)
+        for i, e in enumerate(targets):
+            s, a, d = e
+            path = spec_path(tree, s) if s in tree else None
+            failed = None
+            for pe in path or ():
+                if pe[2] in snaps:
+                    continue
+                if pe in run.failures:
+                    failed = pe
+                    break
+                ok, _ = attempt(pe)
+                if not ok:
+                    failed = pe
+                    break
+            if path is None or (not path and s not in snaps):
+                run.outcomes.append(EdgeOutcome(s, acts[a], d, "diverged", step=0, reason=(
+                    "the implementation's initial state is not the spec's" if not init_states
+                    else "the source state is not reachable")))
+                continue
+            if failed is not None:
+                run.outcomes.append(_inherit(run.failures[failed][0], e, acts, len(path) + 1))
+                continue
+            ok, _ = attempt(e)
+            run.outcomes.append(EdgeOutcome(s, acts[a], d, "replayed", path_len=depth[s] + 1)
+                                if ok else run.failures[e][0])
+            if progress is not None and (i + 1) % 200 == 0:
+                progress(i + 1, len(targets))
+    if mode == "all":
+        missing = [e for e in targets if e not in done]
+        if missing:
+            tree = bfs_tree(g)
+            for e in missing:
+                s, a, d = e
+                if not init_states:
+                    run.outcomes.append(EdgeOutcome(s, acts[a], d, "diverged", step=0, reason=(
+                        "the implementation's initial state is not the spec's")))
+                    continue
+                path = spec_path(tree, s)
+                failed = next((pe for pe in path if pe[2] not in snaps), None)
+                src = run.failures.get(failed) if failed else None
+                if src is None:      # every edge into the state failed: take one that did
+                    q = failed[2] if failed else s
+                    src = next((v for k, v in run.failures.items() if k[2] == q), None)
+                if src is None:
+                    run.outcomes.append(EdgeOutcome(s, acts[a], d, "diverged", reason=(
+                        "the source state was never reached")))
+                else:
+                    run.outcomes.append(_inherit(src[0], e, acts, len(path) + 1))
+    run.seconds = time.monotonic() - t0
+    run.events_applied = getattr(driver, "events_applied", 0)
+    return run
+
+
+def _failed(g: StateGraph, e: Edge, k: int, res: Applied, expected: dict,
+            model_values: frozenset[str], explain: Explain | None) -> EdgeOutcome:
+    s, a, d = e
+    action = g.actions[a]
+    diag = _diagnosis(g, k, action, res, expected, model_values)
+    why = explain(g, e, res, diag) if explain is not None and res.drivable else None
+    if not res.drivable or why is not None:
+        return EdgeOutcome(s, action, d, "not_drivable", step=k, path_len=k,
+                           reason=why or res.reason, diagnosis=diag,
+                           explained=(why.split(":")[0] if why else "no driver event"))
+    return EdgeOutcome(s, action, d, "diverged", step=k, path_len=k, reason=diag["summary"],
+                       diagnosis=diag)
+
+
+def _inherit(src: EdgeOutcome, e: Edge, acts: list[str], path_len: int) -> EdgeOutcome:
+    """The outcome of edge `e` whose path fails at an earlier edge (`src`)."""
+    s, a, d = e
+    return EdgeOutcome(s, acts[a], d, src.outcome, step=src.step, path_len=path_len,
+                       reason=f"its path fails at step {src.step}: {src.reason}",
+                       diagnosis=src.diagnosis, explained=src.explained,
+                       via=(src.src, src.action, src.dst))
+
+
+def summarize(run: ReplayRun) -> dict:
+    """Counts per outcome and per action label."""
+    by = Counter(o.outcome for o in run.outcomes)
+    per: dict[str, Counter] = {}
+    for o in run.outcomes:
+        per.setdefault(o.action, Counter())[o.outcome] += 1
+    total = len(run.outcomes)
+    labels = sorted(set(run.graph.actions))
+    return {
+        "edges": total,
+        "replayed": by["replayed"], "diverged": by["diverged"],
+        "not_drivable": by["not_drivable"],
+        "replayed_fraction": round(by["replayed"] / total, 6) if total else 0.0,
+        "per_action": {a: {"edges": sum(per.get(a, Counter()).values()),
+                           "replayed": per.get(a, Counter())["replayed"],
+                           "diverged": per.get(a, Counter())["diverged"],
+                           "not_drivable": per.get(a, Counter())["not_drivable"]}
+                       for a in labels},
+        "actions_not_replayed": [a for a in labels
+                                 if per.get(a) is not None and not per[a]["replayed"]],
+        "actions_not_targeted": [a for a in labels if a not in per],
+        "explained": dict(sorted(Counter(o.explained for o in run.outcomes
+                                         if o.explained).items())),
+    }
