@@ -217,9 +217,14 @@ class KafkaElrController(rc.Controller):
     elects inside each input (PartitionChangeBuilder), so there is no separate election step
     and no unclean recovery (Kafka 4.x has no GetReplicaLogInfo)."""
 
-    def __init__(self, config: ElrConfig, h: ElrHarness | None = None):
+    def __init__(self, config: ElrConfig, h: ElrHarness | None = None,
+                 registers_fenced: bool = True):
         super().__init__(config)
         self.h = h or harness()
+        # spec KafkaRegistersFenced: a restart is two spec steps as in Kafka (RestartBroker
+        # registers the broker fenced, its first heartbeat unfences it); FALSE (a KIP config):
+        # one step, the registration and that heartbeat together (spec abstraction A8)
+        self.registers_fenced = registers_fenced
 
     # ---- Kafka's answers ---------------------------------------------------------------
     def _kafka(self, s: rc.ControllerState, op: str, **args) -> dict:
@@ -272,7 +277,8 @@ class KafkaElrController(rc.Controller):
         epoch = old.broker_epoch + 1
         k = self._kafka(s, "register", broker=bid, previousBrokerEpoch=req.previous_broker_epoch,
                         newEpoch=epoch)
-        k = self.h.call({"op": "heartbeat", "state": k["state"], "broker": bid})
+        if not self.registers_fenced:
+            k = self.h.call({"op": "heartbeat", "state": k["state"], "broker": bid})
         s2 = from_kafka(s, k["state"], now_ms, b)
         s2 = replace(s2, incarnations=tuple(sorted(dict(s.incarnations, **{b: req.incarnation})
                                                    .items(),
@@ -367,9 +373,9 @@ class KafkaELRAdapter(ELRAdapter):
     Kafka's controller."""
 
     def __init__(self, config: ElrConfig | None = None, max_restarts: int | None = None,
-                 max_client_requests: int | None = None):
+                 max_client_requests: int | None = None, registers_fenced: bool = True):
         super().__init__(config, max_restarts, max_client_requests)
-        self.controller = KafkaElrController(self.config)
+        self.controller = KafkaElrController(self.config, registers_fenced=registers_fenced)
 
     @staticmethod
     def check_options(bounds: Any | None) -> ElrConfig:
@@ -377,7 +383,7 @@ class KafkaELRAdapter(ELRAdapter):
         switch (a bug of the refimpl) or the unclean recovery manager with the Aggressive
         strategy (Kafka 4.x has no GetReplicaLogInfo; its unclean election is
         unclean.leader.election.enable, the spec's UncleanRecoveryEnabled = FALSE)."""
-        config, _ = config_from_bounds(bounds, None)
+        config, _ = config_from_bounds(bounds, None, kafka=True)
         if config.bug is not None:
             raise ValueError(f"the config selects the refimpl bug {config.bug!r} (a Bug* "
                              "switch); Kafka's controller runs as released")
@@ -389,6 +395,7 @@ class KafkaELRAdapter(ELRAdapter):
             raise ValueError("--bug plants a bug in the refimpl; Kafka's controller runs as "
                              "released")
         cls.check_options(bounds)
-        config, limits = config_from_bounds(bounds, None)
-        return cls(config, **limits)
+        config, limits = config_from_bounds(bounds, None, kafka=True)
+        fenced = True if bounds is None else bounds.bool("KafkaRegistersFenced", False)
+        return cls(config, registers_fenced=fenced, **limits)
 

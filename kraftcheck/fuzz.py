@@ -15,6 +15,20 @@ Targets:
     cfg      kraftcore.tlc.cfg.parse_cfg_text
     dump     trace_checker.dot.read_dump + split_label (TLC -dump dot files)
     itf      refimpl.trace.itf.trace_to_itf + export_itf (never writes NaN / Infinity)
+    export   export itf against validate's reader: a trace export converts is one validate's
+             strict reader and value decoding accept, and what it writes is ITF (strict JSON,
+             every state value decodable)
+    tlclog   damaged TLC -tool logs of VIOLATING runs (bfs and simulate): never read as ok,
+             and the result prints through the Rich report (names escaped)
+    deep     nesting 50..30,000 deep (<<, {, [, (, JSON arrays and ITF tags) through every
+             entry point: parse_value, parse_state, TextParser, parse_texts, parse_cfg_text,
+             read_dump + StateGraph.from_dump, ToolOutputReader, from_itf, both trace readers
+    fields   header / footer / step fields of good traces set to a wrong type or removed
+             (seed, fault_profile, end_reason, invariants, violations, actions, trace_id):
+             validate's reader, validate_lines and export must all refuse
+
+A target signals a LENIENT ACCEPTANCE (an input accepted that a reader must refuse) by
+raising `Lenient`; it is counted apart from crashes.  The benchmark wants 0 of both.
 """
 
 from __future__ import annotations
@@ -29,7 +43,12 @@ from pathlib import Path
 
 from kraftcore.paths import REPO_ROOT
 
-__all__ = ["TARGETS", "Target", "mutate", "seeds", "run_target", "FuzzReport", "INTERESTING"]
+__all__ = ["TARGETS", "Target", "mutate", "seeds", "run_target", "FuzzReport", "INTERESTING",
+           "Lenient"]
+
+
+class Lenient(AssertionError):
+    """An input a reader accepted although it must refuse it (counted apart from crashes)."""
 
 # Tokens that broke or could break a reader: non-JSON numbers, numbers beyond Python's digit
 # limit or TLC's 32 bits, deep nesting, NUL, escape sequences, non-UTF-8 bytes, ITF tags,
@@ -194,9 +213,63 @@ def _dump_seeds() -> list[bytes]:
                                 b'1 -> 2 [label="A"];\n2 [label="/\\\\ x = 2"]\n}\n']
 
 
+def _frame(code: int, severity: int, body: str) -> str:
+    """One TLC -tool message as TLC frames it."""
+    return f"@!@!@STARTMSG {code}:{severity} @!@!@\n{body}\n@!@!@ENDMSG {code} @!@!@\n"
+
+
+_VERSION_MSG = _frame(2262, 0, "TLC2 Version 2.15 of Day Month 20??")
+_FINISHED_MSG = _frame(2186, 0, "Finished in 01s at (2026-01-01 00:00:00)")
+_COUNTER_STATES = (_frame(2217, 4, "1: <Initial predicate>\n/\\ seen = {}\n"
+                                   "/\\ count = (a :> 0 @@ b :> 0)")
+                   + _frame(2217, 4, "2: <Inc line 8, col 11 to line 8, col 105 of module "
+                                     "Counter>\n/\\ seen = {<<b, 0>>}\n"
+                                     "/\\ count = (a :> 0 @@ b :> 1)"))
+_BEHAVIOUR = _frame(2121, 1, "The behavior up to this point is:")
+_TLC_VIOLATIONS = {
+    # an invariant violated in a bfs run
+    "bfs": _TLC_OUT.decode(),
+    # a simulation (TLC prints no success message in simulate mode) that found a violation
+    "simulate": (_VERSION_MSG + _frame(2188, 0, "Running Random Simulation with seed 1")
+                 + _frame(2110, 1, "Invariant BelowLimit is violated.") + _BEHAVIOUR
+                 + _COUNTER_STATES
+                 + _frame(2209, 0, "Progress(-1) at 2026-11-28 04:46:00: 13 states generated, "
+                                   "-1 distinct states found, -1 states left on queue.")
+                 + _FINISHED_MSG),
+    # a temporal property violated (a lasso)
+    "temporal": (_VERSION_MSG + _frame(2187, 0, "Running breadth-first search Model-Checking")
+                 + _frame(2116, 1, "Temporal properties were violated.")
+                 + _frame(2264, 1, "The following behavior constitutes a counter-example:")
+                 + _frame(2217, 4, "1: <Initial predicate>\nx = 0")
+                 + _frame(2122, 4, "2: Back to state: <Next line 5, col 9 to line 5, col 27 of "
+                                   "module P>")
+                 + _FINISHED_MSG),
+    # a deadlock, with Rich markup in a value
+    "deadlock": (_VERSION_MSG + _frame(2114, 1, "Deadlock reached.") + _BEHAVIOUR
+                 + _frame(2217, 4, '1: <Initial predicate>\n/\\ x = 0\n'
+                                   '/\\ y = [Invariant |-> "[red]x[/red]"]')
+                 + _frame(2199, 0, "3 states generated, 3 distinct states found, 0 states "
+                                   "left on queue.")
+                 + _FINISHED_MSG),
+}
+
+
+def _tlclog_seeds() -> list[bytes]:
+    return [(k + "\n" + v).encode() for k, v in _TLC_VIOLATIONS.items()]
+
+
+_DEEP_OPEN = [("<<", ">>"), ("{", "}"), ("[a |-> ", "]"), ("(1 :> ", ")"), ("<<1, ", ">>")]
+
+
+def _deep_seeds() -> list[bytes]:
+    return [b"<<:3000", b"{:20000", b"[a |-> :500", b"json:20000", b"itf:5000"]
+
+
 def seeds(target: str) -> list[bytes]:
-    return {"trace": _trace_seeds, "itf": _trace_seeds, "value": _value_seeds,
-            "tlc": _tlc_seeds, "cfg": _cfg_seeds, "dump": _dump_seeds}[target]()
+    return {"trace": _trace_seeds, "itf": _trace_seeds, "export": _trace_seeds,
+            "fields": _trace_seeds, "value": _value_seeds, "tlc": _tlc_seeds,
+            "tlclog": _tlclog_seeds, "deep": _deep_seeds, "cfg": _cfg_seeds,
+            "dump": _dump_seeds}[target]()
 
 
 # --------------------------------------------------------------------------- targets
@@ -308,6 +381,200 @@ def _no_constant(name: str):
     raise AssertionError(f"export itf wrote {name}")
 
 
+def _validate_refuses(p: Path) -> str | None:
+    """Why `kraftcheck validate`'s reader (strict read + value decoding) refuses the trace at
+    `p`, or None when it accepts it."""
+    from trace_checker.codec import Codec
+    from trace_checker.observe import Observer
+    from trace_checker.traces import TraceMalformed, read_trace
+    try:
+        t = read_trace(p)
+        Observer(Codec(t.variables), intern=True).keys(t)
+    except TraceMalformed as e:
+        return str(e)
+    return None
+
+
+def _check_itf(text: str) -> None:
+    """What export wrote is ITF: strict JSON, every state value decodable (no float, no map
+    listing a key twice), every variable in every state."""
+    from kraftcore.values import ValueError_, from_itf
+    from trace_checker.traces import loads_strict
+    doc = loads_strict(text)
+    for i, st in enumerate(doc["states"]):
+        if set(st) != set(doc["vars"]) | {"#meta"}:
+            raise Lenient(f"ITF state {i} does not hold exactly the variables")
+        for k, v in st.items():
+            if k != "#meta":
+                try:
+                    from_itf(v, f"state {i} {k}")
+                except ValueError_ as e:
+                    raise Lenient(f"export wrote a value that is not ITF: {e}") from None
+
+
+def _t_export(data: bytes, scratch: _Scratch) -> None:
+    from refimpl.trace.format import TraceFormatError
+    from refimpl.trace.itf import export_itf
+    p = scratch.file(data, ".jsonl")
+    refused = _validate_refuses(p)
+    try:
+        out = export_itf(p, scratch.path / "itf")
+    except TraceFormatError:
+        return
+    text = out.read_text(encoding="utf-8")
+    out.unlink()
+    if refused is not None:
+        raise Lenient(f"export converted a trace validate refuses: {refused[:200]}")
+    _check_itf(text)
+
+
+def _t_tlclog(data: bytes, scratch: _Scratch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from kraftcheck.tlc.report import print_result
+    from kraftcore.tlc.runner import TLCResult
+    from kraftcore.tlc.tool_output import ToolOutputReader
+    text = data.decode("utf-8", errors="backslashreplace")
+    first, _, rest = text.partition("\n")
+    mode = {"bfs": "bfs", "simulate": "simulate"}.get(first.strip())
+    reader = ToolOutputReader(temporal_properties=["Live"], source="fuzz", mode=mode)
+    for line in rest.splitlines(keepends=True):
+        reader.feed(line)
+    out = reader.finish()
+    for st in out.counterexample:
+        st.to_json()
+    r = TLCResult(name="fuzz[red]", spec="M", cfg="c", profile="ci", mode=mode or "bfs",
+                  status=out.status or "error", violated=out.violated, expected="Inv",
+                  as_expected=False, distinct_states=out.distinct_states,
+                  generated_states=out.generated_states, depth=out.depth, seconds=0.0,
+                  counterexample=out.counterexample, loop_back_to=out.loop_back_to,
+                  errors=out.errors, tlc_version=out.tlc_version)
+    print_result(Console(file=io.StringIO(), width=120), r)
+    json.dumps(r.to_json(), allow_nan=False)
+    if out.status == "ok":
+        raise Lenient("a damaged log of a violating run read as ok")
+
+
+def _nest(spec: str) -> tuple[str, int]:
+    kind, _, depth = spec.partition(":")
+    try:
+        n = max(1, min(int(depth or "1"), 40_000))
+    except ValueError:
+        n = 50
+    return kind, n
+
+
+def _t_deep(data: bytes, scratch: _Scratch) -> None:
+    """One nesting, every entry point: each returns or raises its documented error."""
+    from kraftcore.tla_values import TLAValueSyntaxError, parse_state, parse_value
+    from kraftcore.tlc.cfg import CfgError, parse_cfg_text
+    from kraftcore.tlc.tool_output import ToolOutputReader
+    from kraftcore.values import ValueError_, from_itf
+    from refimpl.trace.format import TraceFormatError, read_trace as read_format
+    from trace_checker.codec import TextParser, parse_texts
+    from trace_checker.dot import DotFormatError, read_dump
+    from trace_checker.graph import GraphFormatError, StateGraph
+    kind, n = _nest(data.decode("latin-1"))
+    if kind in ("json", "itf"):
+        value = ('{"#tup":[' * n + "1" + "]}" * n) if kind == "itf" else "[" * n + "1" + "]" * n
+        try:
+            from_itf(json.loads(value))
+        except (ValueError_, RecursionError):
+            pass   # json.loads' own RecursionError: the trace readers report it (below)
+        good = _trace_seeds()[0].decode().splitlines()
+        step = json.loads(good[1])
+        var = sorted(step["state"])[0]
+        good[1] = good[1].replace(json.dumps(step["state"][var], separators=(",", ":")),
+                                  value, 1)
+        p = scratch.file(("\n".join(good) + "\n").encode(), ".jsonl")
+        _validate_refuses(p)
+        try:
+            read_format(p)
+        except TraceFormatError:
+            pass
+        return
+    o, c = (kind, dict(_DEEP_OPEN)[kind]) if kind in dict(_DEEP_OPEN) else _DEEP_OPEN[0]
+    text = o * n + "1" + c * n
+    for f in (parse_value, lambda t: parse_state("/\\ x = " + t),
+              lambda t: TextParser().parse(t), lambda t: parse_texts([t, "1"])):
+        try:
+            f(text)
+        except TLAValueSyntaxError:
+            pass
+    try:
+        parse_cfg_text(f"CONSTANTS\n  X = {text}\nINIT Init\nNEXT Next\n", "deep.cfg")
+    except CfgError:
+        pass
+    reader = ToolOutputReader(mode="bfs")
+    for line in (f"@!@!@STARTMSG 2217:4 @!@!@\n1: <Initial predicate>\n/\\ x = {text}\n"
+                 "@!@!@ENDMSG 2217 @!@!@\n").splitlines(keepends=True):
+        reader.feed(line)
+    reader.finish()
+    label = ("/\\\\ x = " + text).replace('"', '\\"')
+    p = scratch.file(f'strict digraph D {{\n1 [label="{label}",style = filled]\n'
+                     f'1 -> 1 [label="A"];\n}}\n'.encode(), ".dot")
+    try:
+        StateGraph.from_dump(read_dump(p))
+    except (DotFormatError, GraphFormatError):
+        pass
+
+
+# (field, line kind) -> values of a wrong type; None means "remove the field"
+_WRONG = {
+    ("seed", "header"): [None, 1.5, "7", True, [], {}, None],
+    ("fault_profile", "header"): [None, 3, True, [], {"a": 1}, None],
+    ("end_reason", "footer"): [None, 0, False, [], {}],
+    ("invariants", "footer"): [None, [], "ok", 1, {"Inv": "maybe"}, {"Inv": 1}, {"": "ok"}],
+    ("violations", "footer"): [None, {}, "none", 0, [1], [{"invariant": 1, "step": 0}],
+                               [{"invariant": "Inv", "step": -1}],
+                               [{"invariant": "Inv", "step": "3"}],
+                               [{"invariant": "Inv", "step": 0, "detail": 5}]],
+    ("actions", "footer"): [-1, 1.5, "9", True],
+    ("trace_id", "footer"): [None, 1, "someone-else"],
+    ("trace_id", "step"): [None, 1, "someone-else"],
+}
+
+
+def _t_fields(data: bytes, scratch: _Scratch) -> None:
+    """A good trace with one header / footer / step field made wrong: every reader refuses."""
+    from refimpl.trace.format import TraceFormatError, read_trace as read_format, validate_lines
+    lines = [ln for ln in data.decode("utf-8", errors="replace").splitlines() if ln.strip()]
+    if len(lines) < 3:
+        return
+    # the mutation is chosen by the input's bytes (deterministic for a seed)
+    h = sum(data) + len(data)
+    keys = sorted(_WRONG)
+    (fld, kind) = keys[h % len(keys)]
+    values = _WRONG[(fld, kind)]
+    bad = values[(h // len(keys)) % len(values)]
+    try:
+        objs = [json.loads(x) for x in lines]
+    except ValueError:
+        return
+    idx = {"header": [0], "footer": [len(objs) - 1],
+           "step": [1 + (h % max(1, len(objs) - 2))]}[kind]
+    for i in idx:
+        if objs[i].get("kind") not in (kind, None):
+            return
+        if bad is None:
+            objs[i].pop(fld, None)
+        else:
+            objs[i][fld] = bad
+    text = "".join(json.dumps(o, sort_keys=True, separators=(",", ":")) + "\n" for o in objs)
+    p = scratch.file(text.encode(), ".jsonl")
+    if _validate_refuses(p) is None:
+        raise Lenient(f"validate accepted {kind} {fld} = {bad!r}")
+    if not validate_lines(text.splitlines()):
+        raise Lenient(f"validate_lines accepted {kind} {fld} = {bad!r}")
+    try:
+        read_format(p)
+    except TraceFormatError:
+        return
+    raise Lenient(f"export's reader accepted {kind} {fld} = {bad!r}")
+
+
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -322,6 +589,10 @@ TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("cfg", _t_cfg, "TLC .cfg parser"),
     Target("dump", _t_dump, "TLC -dump dot reader"),
     Target("itf", _t_itf, "export itf"),
+    Target("export", _t_export, "export itf = validate's reader; output is ITF"),
+    Target("tlclog", _t_tlclog, "damaged TLC logs of violating runs + report"),
+    Target("deep", _t_deep, "deep nesting through every value entry point"),
+    Target("fields", _t_fields, "header/footer/step fields of a wrong type"),
 )}
 
 
@@ -330,6 +601,7 @@ class FuzzReport:
     target: str
     inputs: int = 0
     crashes: int = 0
+    lenient: int = 0          # inputs accepted that a reader must refuse (see Lenient)
     examples: list[dict] = field(default_factory=list)   # the first few crashes
     seconds: float = 0.0
 
@@ -339,7 +611,14 @@ def inputs(target: str, n: int, seed: int = 0) -> Iterator[bytes]:
     rng = random.Random(f"{target}:{seed}")
     base = seeds(target)
     for i in range(n):
-        if i < len(base):
+        if target == "deep":
+            kinds = ["<<", "{", "[a |-> ", "(1 :> ", "<<1, ", "json", "itf"]
+            yield f"{rng.choice(kinds)}:{rng.choice([50, 199, 200, 201, 500, 3000, 20000, 30000])}".encode()
+        elif target == "fields":
+            data = bytearray(rng.choice(base))
+            data += b" " * rng.randrange(64)          # picks the field and value to spoil
+            yield bytes(data)
+        elif i < len(base):
             yield base[i]
         elif target == "value" and rng.random() < 0.6:
             # mostly structure-aware for the decoder: byte noise rarely stays JSON
@@ -363,6 +642,11 @@ def run_target(target: str, n: int, seed: int = 0, keep: int = 5) -> FuzzReport:
             rep.inputs += 1
             try:
                 t.run(data, scratch)
+            except Lenient as e:
+                rep.lenient += 1
+                if len(rep.examples) < keep:
+                    rep.examples.append({"input": data[:300].decode("latin-1"),
+                                         "error": f"lenient: {str(e)[:300]}", "where": ""})
             except Exception as e:  # a crash: anything but the target's documented errors
                 rep.crashes += 1
                 if len(rep.examples) < keep:

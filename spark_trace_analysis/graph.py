@@ -8,7 +8,10 @@ Sources (`--graph`):
   * a TLC dump `FILE.dot` written with `-dump dot,actionlabels`: parsed inside Spark, one UDF
     call per state label (kraftcore.tla_values.parse_state), so large graphs load in parallel;
   * a manifest config name (e.g. `kraft-graph-small`): the trace checker's cached graph index
-    (trace_checker.fullgraph.load_graph, which runs TLC once and caches the parse);
+    (trace_checker.fullgraph.load_graph, which runs TLC once and caches the parse), turned
+    once into Parquet tables written by pyarrow (no Spark job, no rows sent through the JVM)
+    and kept beside the checker's index under the same key (spark_graph_dir): the next run
+    reads them as they are;
   * a folder holding `graph_states/` and `graph_edges/` from an earlier run (reused as is).
 
 The graph's bounds (the config it was explored under, used by coverage to leave out traces of
@@ -116,30 +119,77 @@ def _from_dot(spark: SparkSession, path: Path) -> GraphTables:
     return GraphTables(path.stem, states, e, _protocol_of(first.label if first else None))
 
 
+# the layout of the Parquet tables kept for a checker graph; a change gives new folders
+SPARK_GRAPH_FORMAT = 1
+
+
+def spark_graph_dir(key: str) -> Path:
+    """Where the Spark tables of the checker's graph index `key` are kept (work folder)."""
+    from kraftcore.paths import work_dir
+    return work_dir() / "trace_checker" / "spark-graphs" / f"{key}.s{SPARK_GRAPH_FORMAT}"
+
+
+def _write_checker_tables(name: str, entry, d: Path) -> None:
+    """The checker's graph as graph_states/ and graph_edges/ Parquet (pyarrow) in `d`,
+    written under a temporary name and renamed, so a reader never sees a partial folder."""
+    import os
+    import shutil
+    import tempfile
+
+    import pyarrow.parquet as pq
+    from trace_checker.fullgraph import load_graph
+    from kraftcore.values import to_tla
+    g = load_graph(entry).graph
+    fps = [g.fingerprint(i) for i in range(len(g))]
+    init = set(g.initial)
+    labels = ["\n".join(f"/\\ {k} = {to_tla(v)}" for k, v in sorted(g.state(i).items()))
+              for i in range(len(fps))]
+    edges = sorted({(fps[s], g.actions[a], fps[t]) for s, lst in enumerate(g.succ)
+                    for a, t in lst})
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.", dir=d.parent))
+    try:
+        (tmp / "graph_states").mkdir()
+        (tmp / "graph_edges").mkdir()
+        pq.write_table(pa.table({"fp": pa.array(fps, pa.string()),
+                                 "initial": pa.array([i in init for i in range(len(fps))],
+                                                     pa.bool_()),
+                                 "label": pa.array(labels, pa.string())}),
+                       tmp / "graph_states" / "part-0.parquet")
+        pq.write_table(pa.table({"src_fp": pa.array([e[0] for e in edges], pa.string()),
+                                 "action": pa.array([e[1] for e in edges], pa.string()),
+                                 "dst_fp": pa.array([e[2] for e in edges], pa.string())}),
+                       tmp / "graph_edges" / "part-0.parquet")
+        (tmp / "graph_meta.json").write_text(json.dumps(
+            {"name": name, "protocol": _protocol_of(labels[0] if labels else None),
+             "bounds": _display(str(entry.cfg_path)), "states": len(fps),
+             "edges": len(edges)}, indent=2) + "\n", encoding="utf-8")
+        try:
+            os.replace(tmp, d)
+        except OSError:        # another process wrote the same tables first: theirs serve
+            if not (d / "graph_meta.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def _from_checker(spark: SparkSession, name: str) -> GraphTables:
     try:
-        from trace_checker.fullgraph import load_graph, resolve_entry
+        from trace_checker.fullgraph import check_graph_config, graph_key, resolve_entry
     except ImportError as e:
         raise GraphError(f"{name}: not a .dot file, and the trace checker's graph index is not "
                          f"available ({e})") from None
     try:
         entry = resolve_entry(name)
-        g = load_graph(entry).graph
+        check_graph_config(entry)
+        d = spark_graph_dir(graph_key(entry))
+        if not (d / "graph_meta.json").is_file():
+            _write_checker_tables(name, entry, d)
+        meta = json.loads((d / "graph_meta.json").read_text(encoding="utf-8"))
     except Exception as e:  # unknown config, symmetry, TLC failure: the checker says which
         raise GraphError(f"{name}: {e}") from None
-    from kraftcore.values import to_tla
-    fps = [g.fingerprint(i) for i in range(len(g))]
-    init = set(g.initial)
-    states = []
-    for i, fp in enumerate(fps):
-        st = g.state(i)
-        label = "\n".join(f"/\\ {k} = {to_tla(v)}" for k, v in sorted(st.items()))
-        states.append((fp, i in init, label))
-    edges = sorted({(fps[s], g.actions[a], fps[d]) for s, lst in enumerate(g.succ)
-                    for a, d in lst})
-    sdf = spark.createDataFrame(states, "fp string, initial boolean, label string")
-    edf = spark.createDataFrame(edges, "src_fp string, action string, dst_fp string")
-    return GraphTables(name, sdf, edf, _protocol_of(states[0][2] if states else None),
+    return GraphTables(name, spark.read.parquet(str(d / "graph_states")),
+                       spark.read.parquet(str(d / "graph_edges")), meta.get("protocol"),
                        _display(str(entry.cfg_path)))
 
 

@@ -584,6 +584,7 @@ SuccessorLists(i) ==
         n      == Cardinality(others)
     IN  {<< >>} \cup {s \in [1..n -> others] : \A a, b \in 1..n : a # b => s[a] # s[b]}
 
+\* KIP-595 §"EndQuorumEpoch" as Kafka 3.7 sends it (KafkaResignedRepeatsEndQuorumEpoch).
 SendEndQuorumEpoch(i, j) ==
     /\ KafkaResignedRepeatsEndQuorumEpoch
     /\ role[i] = "Resigned"

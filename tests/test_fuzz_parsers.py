@@ -62,6 +62,10 @@ test_fuzz_tlc_output_parser = _fuzz("tlc")
 test_fuzz_cfg_parser = _fuzz("cfg")
 test_fuzz_dump_reader = _fuzz("dump")
 test_fuzz_export_itf = _fuzz("itf")
+# issue 35: export against validate's reader, damaged logs of violating TLC runs (a Lenient
+# acceptance fails the test like a crash)
+test_fuzz_export_is_as_strict_as_validate = _fuzz("export")
+test_fuzz_damaged_tlc_logs_of_violating_runs = _fuzz("tlclog")
 
 
 @given(st.recursive(st.one_of(st.integers(-2**70, 2**70), st.booleans(), st.text(max_size=5),
@@ -78,9 +82,11 @@ def test_fuzz_structured_itf_values(j):
 
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_the_benchmark_engine_finds_no_crash_in_a_short_run(target):
-    """The same engine as benchmarks/fuzz.py, 150 deterministic inputs per parser."""
-    r = run_target(target, 150)
-    assert r.inputs == 150 and r.crashes == 0, r.examples
+    """The same engine as benchmarks/fuzz.py, 150 deterministic inputs per parser (30 of the
+    deep nestings, up to 30,000 levels each), no crash and no lenient acceptance."""
+    n = 30 if target == "deep" else 150
+    r = run_target(target, n)
+    assert r.inputs == n and r.crashes == 0 and r.lenient == 0, r.examples
 
 
 def test_mutations_are_deterministic():

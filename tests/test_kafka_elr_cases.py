@@ -25,7 +25,9 @@ F = frozenset
 
 # ------------------------------------------------------------ PartitionChangeBuilderTest
 
-@pytest.mark.parametrize("case, isr, elr, lke, proposed, unclean, want", [
+#: (case, isr, elr, lke, proposed, unclean, (isr, elr, lke) wanted), min ISR 3; also fed to
+#: Kafka's own PartitionChangeBuilder by tests/test_kafka_elr_harness.py
+PCB_ELR_UPDATE_CASES = [
     # testEligibleLeaderReplicas_IsrShrinkBelowMinISR: the removed members join the ELR
     ("IsrShrinkBelowMinISR", "1234", "", "", "12", "", ("12", "34", "")),
     # testEligibleLeaderReplicas_IsrExpandAboveMinISR: ISR back at min ISR empties ELR and LKE
@@ -36,7 +38,10 @@ F = frozenset
     ("RemoveUncleanShutdownReplicasFromElr", "1", "23", "", "1", "3", ("1", "2", "3")),
     # testEligibleLeaderReplicas_IsrCanShrinkToZero: every member goes to the ELR
     ("IsrCanShrinkToZero", "1234", "", "", "", "", ("", "1234", "")),
-])
+]
+
+
+@pytest.mark.parametrize("case, isr, elr, lke, proposed, unclean, want", PCB_ELR_UPDATE_CASES)
 def test_partition_change_builder_elr_update(case, isr, elr, lke, proposed, unclean, want):
     u = rules.elr_update(F(isr), F(elr), F(lke), F(proposed), 3, F(unclean))
     assert (u.isr, u.elr, u.last_known_elr) == tuple(F(x) for x in want), case

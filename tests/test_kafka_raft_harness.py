@@ -296,9 +296,9 @@ def _sim(out: Path, *args, env=None) -> dict:
 
 
 def test_same_seed_same_bytes_across_runs_and_hash_seeds(harness, tmp_path):
-    a = _sim(tmp_path / "a", "--seeds", "0:4", "--steps", "200",
+    a = _sim(tmp_path / "a", "--seeds", "0:2", "--steps", "150",
              env={"PYTHONHASHSEED": "1"})
-    b = _sim(tmp_path / "b", "--seeds", "0:4", "--steps", "200",
+    b = _sim(tmp_path / "b", "--seeds", "0:2", "--steps", "150",
              env={"PYTHONHASHSEED": "2"})
     assert [t["sha256"] for t in a["traces"]] == [t["sha256"] for t in b["traces"]]
     for t in a["traces"]:
@@ -309,49 +309,88 @@ def test_same_seed_same_bytes_across_runs_and_hash_seeds(harness, tmp_path):
 def test_every_fault_profile_runs_and_keeps_the_invariants(harness, tmp_path):
     from refimpl.sim.faults import PROFILES
     for profile in PROFILES:
-        spec = KafkaRunSpec(seeds=[0, 1], faults=profile, steps=200)
+        spec = KafkaRunSpec(seeds=[0], faults=profile, steps=150)
         m = run(spec, tmp_path / profile)
         assert not m.get("errors"), m.get("errors")
-        assert m["summary"]["traces"] == 2 and m["impl"]["name"] == "kafka"
+        assert m["summary"]["traces"] == 1 and m["impl"]["name"] == "kafka"
         for t in m["traces"]:
             assert t["violations"] == [], (profile, t["seed"], t["violations"][:1])
             assert t["steps"] >= 50, (profile, t["seed"], t["steps"])
+
+
+# The judges of Kafka's traces (docs/kafka-conformance.md §1): KRaft.tla with the switches that
+# model Kafka 3.7's documented deviations; kraft-graph-small's bounds for the full graph.  (The
+# KIP judges, kraft-graph-small and kraft-ci-3voters, reject these traces where Kafka deviates:
+# each finding of that document has its own test.)
+KAFKA_GRAPH_JUDGE = "kraft-graph-small-kafka-3.7"
+KAFKA_JUDGE = "kraft-ci-kafka-3.7"
+
+
+def _validate(path: Path, *judge) -> tuple[int, dict]:
+    r = _cli("validate", path, "--json", *judge, timeout=1200)
+    try:
+        return r.returncode, json.loads(r.stdout)
+    except ValueError:
+        pytest.fail(f"validate gave no JSON (exit {r.returncode}): {r.stderr[-2000:]}")
 
 
 @pytest.mark.tlc
 def test_bounded_traces_are_valid_in_graph_mode(harness, tmp_path):
     m = _sim(tmp_path / "b", "--seeds", "0:5", "--steps", "200", "--bounds", SMALL)
     assert m["summary"]["traces_with_violations"] == 0 and m["summary"]["traces"] == 6
-    r = _cli("validate", tmp_path / "b", "--graph", "kraft-graph-small", "--json")
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    s = json.loads(r.stdout)
-    assert s["counts"]["valid"] == 6, s["counts"]
+    assert {t["trace_id"].split("@")[1] for t in m["traces"]} == {"kraft-graph-small"}
+    rc, s = _validate(tmp_path / "b", "--graph", KAFKA_GRAPH_JUDGE)
+    assert rc == 0 and s["counts"]["valid"] == 6, (s.get("counts"), s.get("error"),
+                                                    [r.get("diagnosis") for r in s.get("results", [])
+                                                     if r["verdict"] != "valid"][:1])
 
 
 @pytest.mark.tlc
 def test_unbounded_traces_are_valid_in_neighbourhood_mode(harness, tmp_path):
     m = _sim(tmp_path / "u", "--seeds", "0:1", "--steps", "120", "--faults", "chaos")
     assert m["summary"]["traces_with_violations"] == 0
-    r = _cli("validate", tmp_path / "u", "--json")
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert json.loads(r.stdout)["counts"]["valid"] == 2
+    rc, s = _validate(tmp_path / "u", "--config", KAFKA_JUDGE)
+    assert rc == 0 and s["counts"]["valid"] == 2, (s.get("counts"), s.get("error"),
+                                                    [r.get("diagnosis") for r in s.get("results", [])
+                                                     if r["verdict"] != "valid"][:1])
 
 
-# Each planted environment fault is flagged by an online invariant or by the checker within
-# this many seeds (kafka_harness/raft/FINDINGS.md has the measured figures).
-PLANT_SEEDS = {"lying-flush": 10, "forgetful-store": 10, "misdeliver": 5}
+# Each planted environment fault is flagged by an online invariant or by the checker (under the
+# Kafka judge, which accepts the unplanted runs) within this many seeds of the crashes profile.
+PLANT_SEEDS = 5
 
 
 @pytest.mark.tlc
 @pytest.mark.parametrize("plant", RAFT_PLANTS)
 def test_a_planted_environment_fault_is_flagged(harness, tmp_path, plant):
-    n = PLANT_SEEDS[plant]
-    m = _sim(tmp_path / plant, "--seeds", f"0:{n - 1}", "--steps", "300", "--faults", "crashes",
-             "--plant", plant)
+    m = _sim(tmp_path / plant, "--seeds", f"0:{PLANT_SEEDS - 1}", "--steps", "200",
+             "--faults", "crashes", "--plant", plant)
+    assert {t["trace_id"] for t in m["traces"]} == {
+        f"kafka-kraft-crashes-{plant}-{i}" for i in range(PLANT_SEEDS)}
     if m["summary"]["traces_with_violations"]:
         assert m["outcome"] == "expected"
         return
-    r = _cli("validate", tmp_path / plant, "--json")
-    assert r.returncode == 1, f"{plant}: neither an invariant nor the checker flagged it " \
-                              f"in {n} seeds: {r.stdout[-1500:]}"
-    assert json.loads(r.stdout)["counts"]["invalid"] >= 1
+    rc, s = _validate(tmp_path / plant, "--config", KAFKA_JUDGE)
+    assert rc == 1 and s["counts"]["invalid"] >= 1, \
+        f"{plant}: neither an invariant nor the checker flagged it in {PLANT_SEEDS} seeds: {s}"
+
+
+# =========================================================================== stats by implementation
+
+def test_the_report_groups_every_table_by_implementation():
+    """spark_trace_analysis: rows carry `impl`; the report labels Kafka's groups apart from the
+    refimpl's in every table and plot (behaviour tables compare each with its own baseline)."""
+    from spark_trace_analysis.report import behaviour_table, with_impl
+    rows = [{"protocol": "kraft", "impl": impl, "fault_profile": fp, "traces": n,
+             "elections_per_trace": e}
+            for impl, fp, n, e in (("refimpl", "none", 3, 1.0), ("refimpl", "chaos", 3, 2.0),
+                                   ("kafka", "none", 2, 1.5), ("kafka", "chaos", 2, 4.0))]
+    t = with_impl({"metrics_by_profile": rows, "other": None})
+    assert [r["protocol"] for r in t["metrics_by_profile"]] == ["kraft", "kraft", "kafka:kraft",
+                                                                "kafka:kraft"]
+    bt = behaviour_table(t["metrics_by_profile"], "fault_profile")
+    assert [(r["protocol"], r["group"], r["baseline"]) for r in bt["rows"]] == [
+        ("kafka:kraft", "none", True), ("kafka:kraft", "chaos", False),
+        ("kraft", "none", True), ("kraft", "chaos", False)]
+    # each implementation's chaos row is compared with its own `none` baseline
+    assert bt["rows"][1]["cells"][1]["delta"] == "+2.50" and bt["rows"][3]["cells"][1]["delta"] == "+1.00"

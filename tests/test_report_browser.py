@@ -190,3 +190,83 @@ def test_summary_json_keeps_the_configuration(report):
     on_disk = json.loads((root / "stats" / "summary.json").read_text())
     assert on_disk["configuration"]["groups"] == json.loads(
         json.dumps(summary["configuration"]["groups"]))
+
+
+# ------------------------------------------------------------------- the demo's report (issue 34)
+
+DEMO_CORPORA = ["kraft-graph-chaos", "elr-none"]   # inside kraft-graph-small / another protocol
+
+_AGREEMENT_JS = """(() => {
+  const text = id => { const e = document.getElementById(id); return e ? e.innerText : null; };
+  const alarm = document.querySelector('#summary .alarm');
+  const top = id => { const e = document.getElementById(id);
+                      return e ? e.getBoundingClientRect().top : null; };
+  return {headline: text('agreement-headline'), none: text('no-disagreement'),
+          outside: text('outside-graph'), alarm: alarm ? alarm.innerText : null,
+          alarmColor: alarm ? getComputedStyle(alarm.querySelector('summary')).color : null,
+          alarmTop: top('disagreements'), outsideTop: top('outside-graph'),
+          verdictsTop: top('configuration')};
+})()"""
+
+
+@pytest.fixture(scope="module")
+def demo_report(tmp_path_factory):
+    """The demo's own stages (simulate, validate, stats) on two of its corpora, 2 seeds."""
+    from kraftcheck.commands.demo import _stage_simulate, _stage_stats, _stage_validate
+    out = tmp_path_factory.mktemp("demo")
+    assert _stage_simulate(out, 2, False, DEMO_CORPORA)["ok"]
+    assert _stage_validate(out, False, DEMO_CORPORA)["ok"]
+    return _stage_stats(out, False, DEMO_CORPORA), out
+
+
+def _render(path) -> dict:
+    exe = find_chromium()
+    assert exe, "chromium is missing: `make setup-test` installs it (scripts/setup-test.sh)"
+    with Chromium(exe) as b:
+        b.open(path.as_uri())
+        page = b.evaluate(_AGREEMENT_JS)
+        assert b.console_errors() == []
+    return page
+
+
+def test_the_demos_report_shows_no_disagreement_when_there_is_none(demo_report):
+    s, out = demo_report
+    a = s["agreement"]
+    assert s["ok"] and a["agree_in_graph"] == a["judged_in_graph"] == 2
+    page = _render(out / "stats" / "report.html")
+    assert page["alarm"] is None and page["alarmTop"] is None
+    assert page["headline"] == ("Distributed validation judged 2 traces against the state graph "
+                                "kraft-graph-small and agrees with the checker on 2 of them.")
+    assert page["none"].startswith("No disagreement")
+    # the two elr traces: judged by the checker only, a count and a sentence
+    assert page["outside"].startswith("2 traces judged by the checker only: they lie outside "
+                                      "the loaded graph kraft-graph-small")
+    assert "not a disagreement" in page["outside"]
+
+
+def test_a_real_disagreement_is_shown_first_and_in_red(demo_report, tmp_path):
+    """The same report with one trace both sides judged differently: the alarm comes first,
+    in red, apart from the traces outside the graph."""
+    from spark_trace_analysis.report import render_report
+    _, out = demo_report
+    summary = json.loads((out / "stats" / "summary.json").read_text())
+    tables = _tables(summary, out)
+    a = summary["agreement"]
+    a.update(agree=a["agree"] - 1, agree_in_graph=a["agree_in_graph"] - 1,
+             disagree=a["disagree"] + 1)
+    outside_row = {"trace_id": "elr-x", "file": None, "side": "both", "checker_verdict": "valid",
+                   "spark_verdict": "out_of_scope", "checker_step": None, "spark_step": None,
+                   "checker_action": None, "spark_action": None}
+    tables["disagreements"] = [
+        {"trace_id": "kraft-x", "file": None, "side": "both", "checker_verdict": "valid",
+         "spark_verdict": "invalid", "checker_step": None, "spark_step": 3,
+         "checker_action": None, "spark_action": "HandleFetchRequest"}, outside_row]
+    (tmp_path / "report.html").write_text(render_report(summary, tables))
+    page = _render(tmp_path / "report.html")
+    assert page["headline"].endswith("judged 2 traces against the state graph "
+                                     "kraft-graph-small and agrees with the checker on 1 of them.")
+    assert page["none"] is None
+    assert "Traces on which they disagree (1)" in page["alarm"] and "kraft-x" in page["alarm"]
+    assert "elr-x" not in page["alarm"]
+    assert page["alarmColor"] == "rgb(179, 38, 30)"
+    assert page["alarmTop"] < page["outsideTop"] < page["verdictsTop"]

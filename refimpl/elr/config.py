@@ -29,7 +29,7 @@ from refimpl.bugs import bugs_for, get_bug
 
 from .types import BALANCED, STRATEGIES, ElrConfig
 
-__all__ = ["config_from_bounds", "SPEC_BUGS"]
+__all__ = ["config_from_bounds", "SPEC_BUGS", "KAFKA_READINGS"]
 
 SKIP_ELR_RULE_1 = get_bug("elr-not-cleared-at-min-isr").name
 
@@ -44,12 +44,21 @@ SPEC_BUGS: dict[str, str | None] = {
 }
 
 
+#: spec/ELR.tla's switches modelling Apache Kafka's controller (docs/kafka-conformance.md): the
+#: refimpl follows the KIP, so a config with one of them TRUE is refused here; Kafka's own
+#: controller runs them (kafka_bridge/elr.py, `kafka=True`).
+KAFKA_READINGS = ("KafkaLeaderlessEpochBump", "KafkaLastKnownLeader", "KafkaMinIsrClearsElr",
+                  "KafkaRegistersFenced")
+
+
 def _names(v: Any) -> tuple[str, ...]:
     return tuple(sorted(v, key=lambda x: (len(str(x)), str(x))))
 
 
-def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, dict]:
-    """(config, simulator limits) for `bounds` (None: the defaults) and planted `bug`."""
+def config_from_bounds(bounds: Any | None, bug: str | None,
+                       kafka: bool = False) -> tuple[ElrConfig, dict]:
+    """(config, simulator limits) for `bounds` (None: the defaults) and planted `bug`;
+    `kafka`: the run is Kafka's controller (kafka_bridge), which may run KAFKA_READINGS."""
     if bug is not None and get_bug(bug).protocol != "elr":
         raise ValueError(f"planted bug {bug!r} belongs to protocol {get_bug(bug).protocol!r}")
     kw: dict[str, Any] = {}
@@ -95,6 +104,10 @@ def config_from_bounds(bounds: Any | None, bug: str | None) -> tuple[ElrConfig, 
                     raise ValueError(f"{bounds.where(const)}: {const} = TRUE selects the "
                                      f"planted bug {planted!r}, not {bug!r}")
                 bug = planted
+        for const in KAFKA_READINGS:
+            if bounds.bool(const, False) and not kafka:
+                raise ValueError(f"{bounds.where(const)}: {const} = TRUE models Apache Kafka's "
+                                 "controller, not the refimpl: simulate it with --impl kafka")
         skip = k.get("BugSkipElrRule", "off")
         if skip != "off":
             if skip != "1":

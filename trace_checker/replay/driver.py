@@ -41,9 +41,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from kraftcore.values import canonical
 from refimpl.sim.protocol import (
     CancelTimer, Envelope, ProtocolAdapter, SetTimer, Transition, World,
 )
@@ -120,18 +122,29 @@ def _immutable(v: Any) -> bool:
 def _copy(v: Any, memo: dict) -> Any:
     """A copy of the mutable containers and plain objects inside `v`; immutable values
     (tuples, frozensets, frozen dataclasses, canonical TLA+ values) are shared."""
-    if _immutable(v):
+    t = type(v)
+    imm = _IMMUTABLE.get(t)
+    if imm is None:
+        imm = _immutable(v)
+    if imm:
         return v
     i = id(v)
     if i in memo:
         return memo[i]
-    t = type(v)
     if t is dict:
-        out: Any = {}
+        if all(_IMMUTABLE.get(type(x)) for x in v.values()):
+            out: Any = dict(v)
+            memo[i] = out
+            return out
+        out = {}
         memo[i] = out
         for k, x in v.items():
-            out[k] = _copy(x, memo)
+            out[k] = x if _IMMUTABLE.get(type(x)) else _copy(x, memo)
     elif t is list:
+        if all(_IMMUTABLE.get(type(x)) for x in v):
+            out = list(v)
+            memo[i] = out
+            return out
         out = []
         memo[i] = out
         out.extend(_copy(x, memo) for x in v)
@@ -139,10 +152,10 @@ def _copy(v: Any, memo: dict) -> Any:
         out = set(v)        # set elements are hashable, i.e. immutable here
         memo[i] = out
     elif hasattr(v, "__dict__") and not callable(v):
-        out = copy.copy(v)
+        out = object.__new__(t)
         memo[i] = out
-        for k, x in vars(v).items():
-            setattr(out, k, _copy(x, memo))
+        out.__dict__.update({k: x if _IMMUTABLE.get(type(x)) else _copy(x, memo)
+                             for k, x in vars(v).items()})
     else:
         out = copy.deepcopy(v)
         memo[i] = out
@@ -193,6 +206,7 @@ class RefimplDriver:
         self._memo_base: _Snap | None = None
         self._memo: dict[str, Any] = {}
         self._hist_shared = False
+        self._clients: tuple = (None, [])
         self.events_applied = 0
 
     def _labels(self) -> frozenset[str] | None:
@@ -226,6 +240,30 @@ class RefimplDriver:
 
     def project(self) -> dict:
         return self.a.project(self.world)
+
+    @staticmethod
+    def canonical_state(st: dict) -> dict:
+        """The projected state with every value in canonical form."""
+        return {k: canonical(v) for k, v in st.items()}
+
+    def _matches(self, st: dict, expected: dict) -> bool:
+        """Does the projected state equal the expected one?  A variable that differs is first
+        put in canonical form (an adapter may project an empty function as an empty Fn, which
+        TLA+ -- and kraftcore.values.canonical -- take as the empty sequence); the state keeps
+        the canonical value."""
+        same = True
+        for v in self.variables:
+            x = st.get(v)
+            e = expected.get(v)
+            if x != e:
+                try:
+                    c = canonical(x)
+                except ValueError:
+                    c = x
+                st[v] = c
+                if c != e:
+                    same = False
+        return same
 
     def snapshot(self) -> _Snap:
         if not self._dirty and self._current is not None:
@@ -271,6 +309,14 @@ class RefimplDriver:
     def close(self) -> None:
         pass
 
+    def variant_key(self) -> tuple:
+        """What the implementation holds beyond the spec's variables (node states with their
+        volatile fields, armed timers, held requests): two driver states of one spec state
+        with different keys may enable different steps."""
+        w = self.world
+        return (tuple(w.states[n] for n in self.nodes), tuple(w.up[n] for n in self.nodes),
+                frozenset(self.timers), tuple(sorted(self.outbox.items())))
+
     def _own_history(self) -> None:
         """Copy the history (ghost) variables before a step changes them (copy on write)."""
         if not self._hist_shared:
@@ -288,6 +334,24 @@ class RefimplDriver:
         self.a.after_step(self.world, node, action)
 
     # ---- applying transitions -------------------------------------------------------
+    def _client_label(self, env: Envelope) -> str | None:
+        """A message to a party the adapter does not run (KIP-642's admin client): the
+        environment consumes it, a step named by the adapter's handler for its type
+        (ACTION_NAMES["Handle<Type>"]), e.g. ReceiveAlterPartitionReassignmentsResponse."""
+        names = getattr(self.a, "ACTION_NAMES", None) or {}
+        return names.get("Handle" + type(env.payload).__name__)
+
+    def _client_inputs(self) -> list:
+        """The client inputs possible now (memoised per driver state)."""
+        key = self._current if not self._dirty else None
+        c = self._clients
+        if key is not None and c[0] is key:
+            return c[1]
+        inputs = client_inputs(self.a, self.world)
+        if key is not None:
+            self._clients = (key, inputs)
+        return inputs
+
     def _timer(self, node: str, tm) -> None:
         if type(tm) is SetTimer:
             self.timers.add((node, tm.name))
@@ -350,6 +414,8 @@ class RefimplDriver:
             env = w.in_flight[mid][0]
             if w.up.get(env.dst):
                 out.append(("deliver", mid))
+            elif env.dst not in w.up and self._client_label(env) is not None:
+                out.append(("consume", mid))
             out.append(("drop", mid))
             if not a.reliable(env):
                 out.append(("duplicate", mid))
@@ -359,12 +425,11 @@ class RefimplDriver:
         for node in sorted(self.outbox):
             for i in range(len(self.outbox[node])):
                 out.append(("send", node, i))
-        values = tuple(getattr(getattr(a, "bounds", None), "values", None) or ())
+        for i in range(len(self._client_inputs())):
+            out.append(("client", i))
         for node in self.nodes:
             if not w.up.get(node):
                 continue
-            for v in values:
-                out.append(("client", node, v))
             out.append(("resign", node))
             out.append(("restart", node))
             if a.supports_disk_loss:
@@ -375,11 +440,12 @@ class RefimplDriver:
         """Apply event `ev`; its outcome (label, parameters), None when it is not enabled, or
         (a timer that only sends requests) the events sending each of its requests."""
         w, a = self.world, self.a
+        kind = ev[0]
+        desc = self.describe(ev)
+        inputs = self._client_inputs() if kind == "client" else None
         self._dirty = True
         w.now_ms += _TICK_MS
         now = w.now_ms
-        kind = ev[0]
-        desc = self.describe(ev)
         self.events_applied += 1
         if kind == "deliver":
             env = w.in_flight[ev[1]][0]
@@ -388,7 +454,13 @@ class RefimplDriver:
                 return None
             self._consume(ev[1])
             self._take(env.dst, t)
-            return _Outcome(ev, t.action, desc, {"msg": a.message_value(env)})
+            return _Outcome(ev, t.action, desc, {"msg": env})
+        if kind == "consume":
+            env = w.in_flight[ev[1]][0]
+            self._consume(ev[1])
+            label = self._client_label(env)
+            self._after(None, label)
+            return _Outcome(ev, label, desc, {"msg": env})
         if kind in ("drop", "duplicate"):
             env, c = w.in_flight[ev[1]]
             if kind == "drop":
@@ -397,7 +469,7 @@ class RefimplDriver:
                 w.in_flight[ev[1]] = (env, c + 1)
             label = a.network_action("DropMessage" if kind == "drop" else "DuplicateMessage")
             self._after(None, label)
-            return _Outcome(ev, label, desc, {"msg": a.message_value(env)})
+            return _Outcome(ev, label, desc, {"msg": env})
         if kind in ("timer", "timer-send"):
             node, name = ev[1], ev[2]
             self.timers.discard((node, name))
@@ -412,8 +484,7 @@ class RefimplDriver:
                 env = t.sends[ev[3]]
                 self._transmit(env)
                 self._after(node, t.split_sends)
-                return _Outcome(ev, t.split_sends, desc,
-                                {"node": node, "msg": a.message_value(env)})
+                return _Outcome(ev, t.split_sends, desc, {"node": node, "msg": env})
             self._take(node, t)
             return _Outcome(ev, t.action, desc, {"node": node})
         if kind == "send":
@@ -423,16 +494,12 @@ class RefimplDriver:
             self.outbox[node] = box[:i] + box[i + 1:]
             self._transmit(env)
             self._after(node, label)
-            return _Outcome(ev, label, desc, {"node": node, "msg": a.message_value(env)})
-        node = ev[1]
+            return _Outcome(ev, label, desc, {"node": node, "msg": env})
         if kind == "client":
-            value = ev[2]
-            r = a.client_request(w, _Chooser({node, value}))
-            if r is None or r[0] != node or r[1].params.get("value", value) != value:
-                return None
-            t = r[1]
+            node, t = inputs[ev[1]]
             self._take(node, t)
             return _Outcome(ev, t.action, desc, dict(t.params))
+        node = ev[1]
         if kind == "resign":
             t = a.graceful_shutdown(node, w.states[node], now)
             if t is None:
@@ -459,7 +526,7 @@ class RefimplDriver:
     def describe(self, ev: tuple) -> str:
         kind = ev[0]
         w = self.world
-        if kind in ("deliver", "drop", "duplicate"):
+        if kind in ("deliver", "drop", "duplicate", "consume"):
             entry = w.in_flight.get(ev[1])
             what = (f"{type(entry[0].payload).__name__} {entry[0].src}->{entry[0].dst}"
                     if entry else f"message #{ev[1]}")
@@ -475,7 +542,12 @@ class RefimplDriver:
                 return f"send {type(env.payload).__name__} {env.src}->{env.dst}"
             return f"send request {ev[2] + 1} of {ev[1]}"
         if kind == "client":
-            return f"append client value {ev[2]} at {ev[1]}"
+            inputs = self._client_inputs()
+            if ev[1] < len(inputs):
+                node, t = inputs[ev[1]]
+                what = ", ".join(f"{k} {v}" for k, v in sorted(t.params.items()) if k != "node")
+                return f"client input at {node}: {t.action} {what}".rstrip()
+            return f"client input {ev[1] + 1}"
         return {"resign": "shut {} down gracefully", "restart": "crash and restart {}",
                 "lose_disk": "wipe {}'s disk and restart it"}[kind].format(ev[1])
 
@@ -488,12 +560,14 @@ class RefimplDriver:
             return ("duplicate",)
         if self.labels is not None:
             # the adapter names its actions (ACTION_NAMES): local events give only theirs
-            special = {"ClientRequest": "client", "Resign": "resign", "Restart": "restart",
-                       "LoseDisk": "lose_disk"}
+            special = {"Resign": "resign", "Restart": "restart", "LoseDisk": "lose_disk"}
             if label in special:
                 return (special[label],)
-            return ("deliver", "timer", "send")
-        return ("deliver", "timer", "send", "client", "resign", "restart", "lose_disk")
+            if label.startswith("Receive"):
+                return ("deliver", "consume", "timer")
+            return ("deliver", "timer", "send", "client")
+        return ("deliver", "consume", "timer", "send", "client", "resign", "restart",
+                "lose_disk")
 
     def _outcomes(self, base: _Snap, kinds: tuple[str, ...]) -> list[_Outcome]:
         """The outcomes of the enabled events of these kinds from `base` (memoised)."""
@@ -549,19 +623,20 @@ class RefimplDriver:
         results = self._outcomes(base, self._kinds(step.action))
         same = [r for r in results if r.label == step.action]
         for r in same:
-            if self._state_of(base, r) == step.expected:
+            if self._matches(self._state_of(base, r), step.expected):
                 self.restore(base)
                 self._replay(r.event)
                 state = self.project()
                 self.snapshot()
-                return Applied(True, r.describe, state, r.label, r.params,
+                return Applied(True, r.describe, state, r.label, self._params(r),
                                silent=list(silent))
         enabled = sorted({r.label for r in results if r.label is not None})
         if depth > 0:
             # events that change no spec variable first (a request timeout, ...)
             current = self._base_state(base)
             for r in list(self._outcomes(base, ("timer",))):
-                if r.label == step.action or self._state_of(base, r) != current:
+                if r.label == step.action or not self._matches(self._state_of(base, r),
+                                                                   current):
                     continue
                 self.restore(base)
                 self._replay(r.event)
@@ -572,6 +647,7 @@ class RefimplDriver:
         best = None
         for r in same:
             st = self._state_of(base, r)
+            self._matches(st, step.expected)
             d = sum(1 for v in self.variables if st.get(v) != step.expected.get(v))
             if best is None or d < best[0]:
                 best = (d, r, st)
@@ -580,11 +656,16 @@ class RefimplDriver:
             return Applied(False, reason=(
                 f"no enabled event of the implementation is a {step.action} step here "
                 f"(enabled: {', '.join(enabled) or 'none'})"), enabled=enabled,
-                state=self.project())
+                state=self.canonical_state(self.project()))
         _, r, st = best
-        return Applied(False, r.describe, st, r.label, r.params, enabled=enabled,
+        return Applied(False, r.describe, st, r.label, self._params(r), enabled=enabled,
                        reason=f"the nearest {step.action} event ({r.describe}) reaches "
                               f"another state")
+
+    def _params(self, r: _Outcome) -> dict:
+        """The trace parameters of an outcome (messages as the spec's records)."""
+        return {k: self.a.message_value(v) if isinstance(v, Envelope) else v
+                for k, v in r.params.items()}
 
     def _replay(self, ev: tuple) -> None:
         r = self._do(ev)
@@ -592,14 +673,54 @@ class RefimplDriver:
             raise DriverError(f"event {ev!r} is not re-playable")
 
 
-class _Chooser:
-    """A stand-in for the simulator's RNG in `client_request`: picks the element named."""
+class _Steered:
+    """A stand-in for the simulator's RNG in `client_request` that makes the choices of a
+    given prefix (an index per draw) and the first option after it, recording how many options
+    each draw had: `client_inputs` enumerates every input the adapter can pick this way."""
 
-    def __init__(self, wanted: set):
-        self.wanted = wanted
+    RANDOM = (0.0, 0.5, 0.999999)       # random(): below, between and above any threshold
+
+    def __init__(self, prefix: list[int]):
+        self.prefix, self.made, self.widths = prefix, [], []
+
+    def _pick(self, n: int) -> int:
+        k = len(self.made)
+        i = self.prefix[k] if k < len(self.prefix) else 0
+        self.made.append(i)
+        self.widths.append(n)
+        return i
+
+    def random(self) -> float:
+        return self.RANDOM[self._pick(len(self.RANDOM))]
 
     def choice(self, seq):
-        for x in seq:
-            if x in self.wanted:
-                return x
-        return seq[0]
+        seq = list(seq)
+        return seq[self._pick(len(seq))]
+
+    def randint(self, a: int, b: int) -> int:
+        return a + self._pick(b - a + 1)
+
+    def sample(self, population, k: int):
+        combos = list(itertools.combinations(list(population), k))
+        return list(combos[self._pick(len(combos))])
+
+
+def client_inputs(adapter: ProtocolAdapter, world: World, limit: int = 2000) -> list:
+    """Every distinct (node, Transition) `adapter.client_request` can return in `world`, by
+    enumerating the choices its RNG draws (depth first over the draws)."""
+    out: dict = {}
+    todo: list[list[int]] = [[]]
+    runs = 0
+    while todo and runs < limit:
+        prefix = todo.pop()
+        rng = _Steered(prefix)
+        r = adapter.client_request(world, rng)   # type: ignore[arg-type]
+        runs += 1
+        if r is not None:
+            node, t = r
+            key = (node, t.action, repr(sorted(t.params.items())), t.sends, t.state)
+            out.setdefault(key, r)
+        for k in range(len(prefix), len(rng.made)):
+            for alt in range(1, rng.widths[k]):
+                todo.append(rng.made[:k] + [alt])
+    return list(out.values())

@@ -77,8 +77,10 @@ class ReplayRun:
     # state -> (parent state, action, event description, params, the driver's state there)
     reached: dict[int, tuple] = field(default_factory=dict)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0
     events_applied: int = 0
     failures: dict[Edge, tuple[EdgeOutcome, Applied]] = field(default_factory=dict)
+    stopped: bool = False
 
     def path_to(self, s: int) -> list[tuple[int, str, dict, str | None]]:
         """[(state, action, params, event)] of the replayed path from Init to `s`."""
@@ -111,19 +113,15 @@ def select_edges(g: StateGraph, mode: str, n: int | None = None, seed: int = 0,
     raise EdgesError(f"unknown edge selection {mode!r}")
 
 
-def bfs_tree(g: StateGraph) -> dict[int, tuple[int, int] | None]:
-    """state -> (parent, action id) on a shortest path from an initial state (networkx BFS
-    over the graph from a virtual root joined to the initial states)."""
-    G = g.to_networkx()
-    root = -1
-    H = nx.DiGraph(G)
-    H.add_edges_from((root, s) for s in g.initial)
-    parent: dict[int, tuple[int, int] | None] = {s: None for s in g.initial}
-    for p, c in nx.bfs_edges(H, root):
-        if p == root:
-            continue
-        aid = next(a for a, d in g.succ[p] if d == c)
-        parent[c] = (p, aid)
+def bfs_tree(g: StateGraph, sources: list[int]) -> dict[int, tuple[int, int] | None]:
+    """state -> (parent, action id) on a shortest path from one of `sources` (networkx
+    breadth-first layers over the graph)."""
+    parent: dict[int, tuple[int, int] | None] = {s: None for s in sources}
+    for layer in nx.bfs_layers(g.to_networkx(), sources):
+        for p in layer:
+            for a, c in g.succ[p]:
+                if c not in parent:
+                    parent[c] = (p, a)
     return parent
 
 
@@ -164,14 +162,19 @@ def _diagnosis(g: StateGraph, k: int, action: str, applied: Applied, expected: d
 Explain = Callable[[StateGraph, Edge, Applied, dict], str | None]
 
 
+MAX_VARIANTS = 4     # driver states kept per spec state ("all" mode)
+
+
 def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
            model_values: frozenset[str] = frozenset(), explain: Explain | None = None,
-           progress: Callable[[int, int], None] | None = None) -> ReplayRun:
-    """Drive `driver` along the graph to every target edge; one EdgeOutcome per target."""
-    t0 = time.monotonic()
+           progress: Callable[[int, int], None] | None = None,
+           max_variants: int = MAX_VARIANTS, stop_after: int | None = None) -> ReplayRun:
+    """Drive `driver` along the graph to every target edge; one EdgeOutcome per target.
+    `stop_after` ("all" mode): stop once this many edges diverged (a planted bug's detection;
+    the outcomes then cover the edges tried so far, `run.stopped` is set)."""
+    t0, c0 = time.monotonic(), time.process_time()
     run = ReplayRun(g)
     targets = list(targets)
-    target_set = set(targets)
     acts = g.actions
     decoded: dict[int, dict] = {}
 
@@ -184,55 +187,92 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
         return d
 
     init = driver.reset()
-    snaps: dict[int, object] = {}
+    if hasattr(driver, "canonical_state"):
+        init = driver.canonical_state(init)
+    snaps: dict[int, list] = {}
+    variants: dict[int, set] = {}
     depth: dict[int, int] = {}
     init_states = [s for s in g.initial if expected(s) == init]
+    key_of = getattr(driver, "variant_key", None)
     if init_states:
         snap = driver.snapshot()
+        key = key_of() if key_of is not None else None
         for s in init_states:
-            snaps[s] = snap
+            snaps[s] = [snap]
+            variants[s] = {key}
             depth[s] = 0
             run.reached[s] = (None, "Init", None, {})
     done: set[Edge] = set()
+    replayed: set[Edge] = set()
+    counts = Counter()
 
-    def attempt(e: Edge) -> tuple[bool, Applied]:
+    def attempt(e: Edge, i: int = 0) -> tuple[bool, Applied, bool]:
+        """Edge e from the i-th driver state of its source; (matched, applied, a new driver
+        state of the destination was queued)."""
         s, a, d = e
-        driver.restore(snaps[s])
+        driver.restore(snaps[s][i])
         step = SpecStep(depth[s] + 1, acts[a], expected(d))
         res = driver.apply(step)
+        fresh = False
         if res.matched:
+            replayed.add(e)
+            key = key_of() if key_of is not None else None
             if d not in snaps:
-                snaps[d] = driver.snapshot()
+                snaps[d] = [driver.snapshot()]
+                variants[d] = {key}
                 depth[d] = depth[s] + 1
                 run.reached[d] = (s, acts[a], res.event, res.params)
-        else:
+                fresh = True
+            elif key_of is not None and key not in variants[d] \
+                    and len(snaps[d]) < max_variants:
+                variants[d].add(key)
+                snaps[d].append(driver.snapshot())
+                fresh = True
+        elif e not in run.failures:
             oc = _failed(g, e, depth[s] + 1, res, expected(d), model_values, explain)
             run.failures[e] = (oc, res)
-        return res.matched, res
+            if oc.outcome == "diverged":
+                counts["diverged"] += 1
+        return res.matched, res, fresh
 
     if mode == "all":
-        queue = deque(init_states)
+        # breadth first over (state, driver state) pairs: a state's first driver state tries
+        # every outgoing edge, a later one (other hidden implementation state, e.g. a pending
+        # request or a timer) only the edges not replayed yet
+        queue = deque((s, 0) for s in init_states)
         n = 0
         while queue:
-            s = queue.popleft()
+            if stop_after is not None and counts["diverged"] >= stop_after:
+                run.stopped = True
+                break
+            s, i = queue.popleft()
             for a, d in g.succ[s]:
                 e = (s, a, d)
-                fresh = d not in snaps
-                ok, _ = attempt(e)
-                done.add(e)
-                if ok:
-                    if e in target_set:
-                        run.outcomes.append(EdgeOutcome(s, acts[a], d, "replayed",
-                                                        path_len=depth[s] + 1))
-                    if fresh:
-                        queue.append(d)
-                elif e in target_set:
-                    run.outcomes.append(run.failures[e][0])
-                n += 1
-                if progress is not None and n % 2000 == 0:
-                    progress(n, len(targets))
+                if e in replayed:
+                    continue
+                ok, _, fresh = attempt(e, i)
+                if fresh:
+                    queue.append((d, len(snaps[d]) - 1))
+                if e not in done:
+                    done.add(e)
+                    n += 1
+                    if progress is not None and n % 5000 == 0:
+                        progress(n, len(targets))
+        if run.stopped:
+            targets = [e for e in targets if e in done]
+        for e in targets:
+            s, a, d = e
+            if e in replayed:
+                run.outcomes.append(EdgeOutcome(s, acts[a], d, "replayed",
+                                                path_len=depth[s] + 1))
+            elif e in run.failures:
+                run.outcomes.append(run.failures[e][0])
+    elif not init_states:
+        for e in targets:
+            s, a, d = e
+            run.outcomes.append(_init_mismatch(g, e, init, expected, model_values))
     else:
-        tree = bfs_tree(g)
+        tree = bfs_tree(g, init_states)
         for i, e in enumerate(targets):
             s, a, d = e
             path = spec_path(tree, s) if s in tree else None
@@ -243,32 +283,32 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
                 if pe in run.failures:
                     failed = pe
                     break
-                ok, _ = attempt(pe)
+                ok, _, _ = attempt(pe)
                 if not ok:
                     failed = pe
                     break
-            if path is None or (not path and s not in snaps):
-                run.outcomes.append(EdgeOutcome(s, acts[a], d, "diverged", step=0, reason=(
-                    "the implementation's initial state is not the spec's" if not init_states
-                    else "the source state is not reachable")))
+            if path is None:
+                run.outcomes.append(_other_init(g, e, init_states))
                 continue
             if failed is not None:
                 run.outcomes.append(_inherit(run.failures[failed][0], e, acts, len(path) + 1))
                 continue
-            ok, _ = attempt(e)
+            ok, _, _ = attempt(e)
             run.outcomes.append(EdgeOutcome(s, acts[a], d, "replayed", path_len=depth[s] + 1)
                                 if ok else run.failures[e][0])
             if progress is not None and (i + 1) % 200 == 0:
                 progress(i + 1, len(targets))
     if mode == "all":
-        missing = [e for e in targets if e not in done]
+        missing = [e for e in targets if e not in replayed and e not in run.failures]
         if missing:
-            tree = bfs_tree(g)
+            tree = bfs_tree(g, init_states)
             for e in missing:
                 s, a, d = e
                 if not init_states:
-                    run.outcomes.append(EdgeOutcome(s, acts[a], d, "diverged", step=0, reason=(
-                        "the implementation's initial state is not the spec's")))
+                    run.outcomes.append(_init_mismatch(g, e, init, expected, model_values))
+                    continue
+                if s not in tree:
+                    run.outcomes.append(_other_init(g, e, init_states))
                     continue
                 path = spec_path(tree, s)
                 failed = next((pe for pe in path if pe[2] not in snaps), None)
@@ -282,6 +322,7 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
                 else:
                     run.outcomes.append(_inherit(src[0], e, acts, len(path) + 1))
     run.seconds = time.monotonic() - t0
+    run.cpu_seconds = time.process_time() - c0
     run.events_applied = getattr(driver, "events_applied", 0)
     return run
 
@@ -297,6 +338,34 @@ def _failed(g: StateGraph, e: Edge, k: int, res: Applied, expected: dict,
                            reason=why or res.reason, diagnosis=diag,
                            explained=(why.split(":")[0] if why else "no driver event"))
     return EdgeOutcome(s, action, d, "diverged", step=k, path_len=k, reason=diag["summary"],
+                       diagnosis=diag)
+
+
+def _other_init(g: StateGraph, e: Edge, init_states: list[int]) -> EdgeOutcome:
+    s, a, d = e
+    return EdgeOutcome(s, g.actions[a], d, "not_drivable", explained="other initial state",
+                       reason=("the edge is reachable only from initial states the "
+                               "implementation does not start in (it starts in state "
+                               f"{', '.join(map(str, init_states))} of the spec's "
+                               f"{len(g.initial)} initial states; its configuration fixes "
+                               "what the spec leaves open)"))
+
+
+def _init_mismatch(g: StateGraph, e: Edge, init: dict, expected, model_values) -> EdgeOutcome:
+    """Every edge diverges at step 0 when the implementation starts elsewhere."""
+    s, a, d = e
+    near = min(g.initial, key=lambda x: sum(1 for v in g.codec.variables
+                                             if expected(x).get(v) != init.get(v)))
+    exp = expected(near)
+    diffs = {v: {"expected": to_itf(exp.get(v)), "reached": to_itf(init.get(v)),
+                 "paths": value_diff(exp.get(v), init.get(v), model_values=model_values)}
+             for v in g.codec.variables if exp.get(v) != init.get(v)}
+    diag = {"step": 0, "action": "Init", "event": "reset", "reached_action": "Init",
+            "summary": "step 0 (Init): the implementation's initial state is none of the "
+                       f"spec's; nearest differs in {', '.join(sorted(diffs))}",
+            "reason": None, "enabled_events": [], "silent_events_before": [],
+            "differing_variables": sorted(diffs), "diff": diffs}
+    return EdgeOutcome(s, g.actions[a], d, "diverged", step=0, reason=diag["summary"],
                        diagnosis=diag)
 
 

@@ -58,7 +58,9 @@ def report(run: ReplayRun, *, graph_name: str, impl: str, protocol: str, mode: s
         "distinct_failures": len(roots),
         "divergences": [_brief(o) for o in roots[:DIVERGENCES_SHOWN]],
         "seconds": round(run.seconds, 3),
+        "cpu_seconds": round(run.cpu_seconds, 3),
         "edges_per_second": round(n / run.seconds, 1) if run.seconds > 0 else None,
+        "edges_per_cpu_second": round(n / run.cpu_seconds, 1) if run.cpu_seconds > 0 else None,
         "events_applied": run.events_applied,
         "states_reached": len(run.reached),
     }

@@ -111,7 +111,7 @@ def visited_edges(g: StateGraph, corpus: Path) -> set[tuple[int, int, int]]:
 
 def run_replay(graph: str, impl: str = "refimpl", edges: str = "all", *, seed: int = 0,
                corpus: Path | None = None, out: Path | None = None, bug: str | None = None,
-               validate: bool = True, jobs: int = 1,
+               validate: bool = True, jobs: int = 1, stop_after: int | None = None,
                progress: Callable[[int, int], None] | None = None) -> ReplayResult:
     try:
         mode, n = parse_edges(edges)
@@ -130,12 +130,14 @@ def run_replay(graph: str, impl: str = "refimpl", edges: str = "all", *, seed: i
             raise ReplayError(str(e)) from None
         model_values = frozenset(adapter.model_values()) if adapter is not None else frozenset()
         run = replay(g, driver, targets, mode, model_values=model_values,
-                     explain=explainer(protocol, impl), progress=progress)
+                     explain=explainer(protocol, impl), progress=progress,
+                     stop_after=stop_after)
     finally:
         driver.close()
     rep = report(run, graph_name=entry.name, impl=impl, protocol=protocol, mode=mode,
                  seed=seed, sample=n, bug=bug)
     rep["graph_load_seconds"] = round(time.monotonic() - t0 - run.seconds, 3)
+    rep["stopped_early"] = run.stopped
     if corpus is not None:
         rep["corpus"] = str(corpus)
         rep["corpus_edges_visited"] = len(visited or ())

@@ -91,6 +91,9 @@ public final class Main {
                 cmd.get("brokerEpoch").asLong(), cmd.get("leaderEpoch").asInt(), cmd.get("partitionEpoch").asInt(),
                 ints(cmd.get("isr")), longs(cmd.get("isrEpochs")));
             case "setMinIsr" -> ElrControllerHarness.setMinIsr(s, cmd.get("minIsr").asInt());
+            case "build" -> ElrControllerHarness.build(s, ints(cmd.get("targetIsr")),
+                ints(cmd.path("uncleanShutdown")), ints(cmd.get("acceptable")),
+                cmd.path("election").asText("ONLINE"), cmd.path("useLastKnownLeader").asBoolean(true));
             default -> throw new IllegalArgumentException("unknown op '" + op + "'");
         };
         ans.put("ok", true);

@@ -351,6 +351,29 @@ public final class ElrControllerHarness {
         return h.done("NONE");
     }
 
+    /**
+     * PartitionChangeBuilder alone, for the paths no controller input reaches (Kafka's own
+     * PartitionChangeBuilderTest drives it so): the partition of {@code s}, a target ISR, the
+     * replicas shut down uncleanly, the acceptable leaders, the election type and
+     * useLastKnownLeaderInBalancedRecovery; the record it builds is replayed.
+     */
+    public static Result build(State s, int[] targetIsr, int[] uncleanShutdown, int[] acceptable,
+                               String election, boolean useLastKnownLeader) {
+        ElrControllerHarness h = new ElrControllerHarness(s);
+        PartitionRegistration p = h.replicationControl.getPartition(TOPIC_ID, 0);
+        java.util.Set<Integer> ok = new java.util.HashSet<>(list(acceptable));
+        PartitionChangeBuilder b = new PartitionChangeBuilder(p, TOPIC_ID, 0, ok::contains,
+            h.featureControl.metadataVersionOrThrow(), Math.min(s.minIsr(), s.replicas().length),
+            h.featureControl.isElrFeatureEnabled());
+        b.setTargetIsr(list(targetIsr));
+        if (uncleanShutdown.length > 0) b.setUncleanShutdownReplicas(list(uncleanShutdown));
+        b.setElection(PartitionChangeBuilder.Election.valueOf(election));
+        b.setUseLastKnownLeaderInBalancedRecovery(useLastKnownLeader);
+        b.setDefaultDirProvider(ElrControllerHarness::logDir);
+        b.build().ifPresent(r -> h.replay(List.of(r)));
+        return h.done("NONE");
+    }
+
     /** The state of a fresh cluster: every replica registered (epoch 1) and unfenced, the
      *  topic created with every replica in the ISR and the first replica leading (epoch 0 as
      *  Kafka's createTopics writes it). */

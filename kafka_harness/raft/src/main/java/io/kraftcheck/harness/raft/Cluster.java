@@ -72,6 +72,7 @@ final class Cluster implements Network.SendListener {
     long nowMs;
     long steps;                 // spec steps written (Init excluded)
     long actions;               // harness actions (steps + stutters)
+    long lastStepMs;            // virtual time of the last step written
 
     private Map<String, Projection.View> lastViews;
     private String lastKey;
@@ -148,6 +149,7 @@ final class Cluster implements Network.SendListener {
         }
         TreeMap<String, Object> state = proj.state(views, net);
         lastKey = Projection.json(state);
+        lastStepMs = nowMs;
         sink.step(action, params, state, nowMs);
         return true;
     }
@@ -185,8 +187,15 @@ final class Cluster implements Network.SendListener {
         return q.isLeader() && r.log.endOffset().offset == KraftAccess.epochStartOffset(q);
     }
 
+    /** Simulate mode: a replica's clock follows the global time whenever it acts.  Serve mode:
+     *  clocks move only when a command says so (timeout, advance). */
+    boolean autoClock = true;
+
     /** Move the replica's clock to now, unless the bounds freeze it. */
     void advanceClock(Replica r) {
+        if (!autoClock) {
+            return;
+        }
         if (bounds != null) {
             int epoch = KraftAccess.quorum(r.client).epoch();
             boolean freeze = (bounds.maxEpoch != null && epoch >= bounds.maxEpoch)

@@ -1,12 +1,216 @@
 package io.kraftcheck.harness.raft;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.Random;
+import java.util.TreeMap;
 
-/** Placeholder replaced below. */
+import com.fasterxml.jackson.databind.JsonNode;
+
+import org.apache.kafka.raft.KraftAccess;
+import org.apache.kafka.raft.QuorumState;
+
+/**
+ * Scripted mode (README.md "serve"): one JSON command per line on stdin, one JSON answer per line
+ * on stdout: {"ok": true, "steps": [{"action", "params", "state", "time_ms"}...], "state": {...}}
+ * (the spec steps the command produced, in order, and the projected state after it), or
+ * {"ok": false, "error": "..."}; the session goes on after an error.  Commands: init, deliver,
+ * timeout, drop, duplicate, restart, lose-disk, client, resign, advance, state.
+ */
 final class Serve {
-    Serve(Map<String, String> o) { }
+    private final Map<String, String> opts;
+    private Cluster cluster;
+    private final List<Map<String, Object>> steps = new ArrayList<>();
+    private Map<String, Object> lastState;
 
-    void run() {
-        throw new UnsupportedOperationException("serve: not yet");
+    Serve(Map<String, String> opts) {
+        this.opts = opts;
+    }
+
+    void run() throws IOException {
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        PrintStream out = new PrintStream(System.out, true, "UTF-8");
+        String line;
+        while ((line = in.readLine()) != null) {
+            if (line.trim().isEmpty()) {
+                continue;
+            }
+            TreeMap<String, Object> answer = new TreeMap<>();
+            steps.clear();
+            try {
+                JsonNode cmd = Projection.JSON.readTree(line);
+                handle(cmd);
+                answer.put("ok", true);
+                answer.put("steps", new ArrayList<>(steps));
+                answer.put("state", lastState);
+            } catch (Cluster.KafkaFailure | Cluster.BoundExceeded | IllegalArgumentException
+                     | IllegalStateException | com.fasterxml.jackson.core.JsonProcessingException e) {
+                answer.put("ok", false);
+                answer.put("error", e.getClass().getSimpleName() + ": " + e.getMessage());
+                answer.put("steps", new ArrayList<>(steps));
+            }
+            out.println(Projection.json(answer));
+        }
+    }
+
+    private static String text(JsonNode cmd, String field) {
+        JsonNode n = cmd.get(field);
+        if (n == null || !n.isTextual()) {
+            throw new IllegalArgumentException("command needs a string field \"" + field + "\"");
+        }
+        return n.asText();
+    }
+
+    private static List<String> names(JsonNode cmd, String field, String dflt) {
+        JsonNode n = cmd.get(field);
+        if (n == null) {
+            return Main.list(dflt);
+        }
+        List<String> out = new ArrayList<>();
+        n.forEach(x -> out.add(x.asText()));
+        return out;
+    }
+
+    private Replica node(JsonNode cmd) {
+        Replica r = cluster.byName.get(text(cmd, "node"));
+        if (r == null) {
+            throw new IllegalArgumentException("no replica " + cmd.get("node"));
+        }
+        return r;
+    }
+
+    private Network.Msg msg(JsonNode cmd) {
+        JsonNode m = cmd.get("msg");
+        if (m == null || !m.isObject()) {
+            throw new IllegalArgumentException("command needs a \"msg\" object (a spec message record)");
+        }
+        String key = Projection.json(Projection.JSON.convertValue(m, Object.class));
+        Network.Msg found = cluster.net.find(key);
+        if (found == null) {
+            throw new IllegalArgumentException("no message in flight equals " + key);
+        }
+        return found;
+    }
+
+    private void need() {
+        if (cluster == null) {
+            throw new IllegalStateException("send init first");
+        }
+    }
+
+    private void handle(JsonNode cmd) {
+        String c = text(cmd, "cmd");
+        if (!"init".equals(c)) {
+            need();
+        }
+        switch (c) {
+            case "init": {
+                long seed = cmd.has("seed") ? cmd.get("seed").asLong() : 0L;
+                String plant = cmd.has("plant") && !cmd.get("plant").isNull()
+                    ? Main.plant(Map.of("plant", cmd.get("plant").asText())) : Main.plant(opts);
+                cluster = new Cluster(names(cmd, "voters", opts.getOrDefault("voters", "n1,n2,n3")),
+                    names(cmd, "observers", opts.getOrDefault("observers", "")),
+                    new Random(seed), null, plant, this::onStep);
+                cluster.autoClock = false;
+                cluster.init();
+                break;
+            }
+            case "deliver": {
+                Network.Msg m = msg(cmd);
+                Replica to = cmd.has("to") ? cluster.byName.get(cmd.get("to").asText()) : m.dest;
+                if (to == null) {
+                    throw new IllegalArgumentException("no replica " + cmd.get("to"));
+                }
+                cluster.deliver(m, to);
+                break;
+            }
+            case "drop":
+                cluster.drop(msg(cmd));
+                break;
+            case "duplicate":
+                cluster.duplicate(msg(cmd));
+                break;
+            case "timeout":
+                timeout(node(cmd));
+                break;
+            case "advance": {
+                Replica r = node(cmd);
+                r.clock.advanceTo(r.clock.milliseconds() + cmd.get("ms").asLong());
+                cluster.nowMs = Math.max(cluster.nowMs, r.clock.milliseconds());
+                cluster.settle(r);
+                break;
+            }
+            case "restart": {
+                Replica r = node(cmd);
+                cluster.crash(r);
+                cluster.restart(r, false);
+                break;
+            }
+            case "lose-disk": {
+                Replica r = node(cmd);
+                cluster.crash(r);
+                cluster.restart(r, true);
+                break;
+            }
+            case "client": {
+                Replica r = node(cmd);
+                if (!cluster.clientRequest(r, text(cmd, "value"))) {
+                    throw new IllegalStateException(r.name + " is not a leader that can append");
+                }
+                break;
+            }
+            case "resign": {
+                Replica r = node(cmd);
+                if (!cluster.resign(r)) {
+                    throw new IllegalStateException(r.name + " is not a leader");
+                }
+                break;
+            }
+            case "state":
+                break;
+            default:
+                throw new IllegalArgumentException("unknown command " + c);
+        }
+        if (lastState == null) {
+            lastState = new TreeMap<>();
+        }
+    }
+
+    /** Fire the replica's current timer: move its clock forward 50 ms at a time (at most 10 s)
+     *  until its epoch or role changes. */
+    private void timeout(Replica r) {
+        if (!r.up) {
+            throw new IllegalStateException(r.name + " is down");
+        }
+        QuorumState q = KraftAccess.quorum(r.client);
+        int epoch = q.epoch();
+        String role = cluster.views().get(r.name).role;
+        long start = r.clock.milliseconds();
+        while (r.clock.milliseconds() - start < 10_000) {
+            r.clock.advanceTo(r.clock.milliseconds() + 50);
+            cluster.nowMs = Math.max(cluster.nowMs, r.clock.milliseconds());
+            cluster.settle(r);
+            if (q != KraftAccess.quorum(r.client) || KraftAccess.quorum(r.client).epoch() != epoch
+                    || !role.equals(cluster.views().get(r.name).role)) {
+                return;
+            }
+        }
+        throw new IllegalStateException(r.name + "'s timer did not fire within 10 s");
+    }
+
+    private void onStep(String action, Map<String, Object> params, Map<String, Object> state, long timeMs) {
+        TreeMap<String, Object> s = new TreeMap<>();
+        s.put("action", action);
+        s.put("params", params);
+        s.put("state", state);
+        s.put("time_ms", timeMs);
+        steps.add(s);
+        lastState = state;
     }
 }

@@ -51,6 +51,8 @@ final class Simulation {
     }
 
     static final double MISDELIVER = 0.05;
+    /** A run in which no spec step happened for this long (virtual ms) has nothing left to do. */
+    static final long QUIESCENT_MS = 30_000;
 
     private boolean faulty() {
         return faultsUntil == null || sched.now() < faultsUntil;
@@ -81,7 +83,8 @@ final class Simulation {
             while (endReason == null) {
                 if (c.steps >= maxSteps) {
                     endReason = "max_steps";
-                } else if (!sched.step() || sched.now() > timeCap) {
+                } else if (!sched.step() || sched.now() > timeCap
+                        || sched.now() - c.lastStepMs > QUIESCENT_MS) {
                     endReason = "quiescent";
                 } else if (faultsUntil != null && sched.now() >= faultsUntil && recovered()) {
                     endReason = "recovered";

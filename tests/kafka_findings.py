@@ -1,0 +1,150 @@
+"""Which documented Kafka 3.7 finding (docs/kafka-conformance.md, F1..F12) explains a step that
+the KIP-595 judge rejects.  A pure function of the trace's two states around the failing step
+and the step's action: it names every finding whose Kafka behaviour the step shows, so a corpus
+can be counted per finding and a test can assert that its seed reproduces its finding.
+
+A step showing none of them is returned as "unexplained": an invalid Kafka trace that no finding
+explains is a harness/projection defect or a new finding, never silently counted.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+NIL = "Nil"
+NO_DIVERGENCE = {"epoch": -1, "endOffset": -1}
+
+FINDINGS = {
+    "F1": "KafkaVoteForgottenOnLeader",
+    "F2": "KafkaCheckQuorumResigns",
+    "F3": "KafkaResignedRepeatsEndQuorumEpoch",
+    "F4": "KafkaClusterIdErrorsNotFatal",
+    "F5": "KafkaRejectedCandidateBacksOff",
+    "F6": "KafkaLeaderFromVoteResponse",
+    "F7": "KafkaDivergingFetchNotCounted",
+    "F8": "KafkaEndOffsetIsLastFetch",
+    "F9": "KafkaHwmHiddenUntilEpochCommit",
+    "F10": "KafkaFetchReturnsBatches",
+    "F11": "KafkaObserverFetchesAnyVoter",
+    "F12": "KafkaLeaderFlushAdvancesHwm",
+}
+
+
+def _msgs(state: dict) -> list[dict]:
+    bag = state.get("msgs", [])
+    if isinstance(bag, dict) and "#map" in bag:
+        return [m for m, _count in bag["#map"]]
+    return []
+
+
+def _new_msgs(before: dict, after: dict) -> list[dict]:
+    old = {json.dumps(m, sort_keys=True) for m in _msgs(before)}
+    return [m for m in _msgs(after) if json.dumps(m, sort_keys=True) not in old]
+
+
+def explain_step(before: dict, after: dict, action: str, params: dict,
+                 voters: tuple[str, ...]) -> list[str]:
+    """The findings (F-numbers) the step before -> after shows; [] if none."""
+    out: list[str] = []
+    role0, role1 = before["role"], after["role"]
+    new = _new_msgs(before, after)
+    # F1: a replica that had voted learns the leader (or leads) and its votedId becomes Nil
+    for i, v in after["votedId"].items():
+        if v == NIL and before["votedId"].get(i) not in (NIL, None) \
+                and after["leaderId"][i] != NIL \
+                and after["currentEpoch"][i] == before["currentEpoch"][i]:
+            out.append("F1")
+            break
+    # F2: the check-quorum timeout resigns
+    if action == "LeaderProgressTimeout" and any(
+            role0[i] == "Leader" and role1[i] == "Resigned" for i in role1):
+        out.append("F2")
+    # F3: EndQuorumEpoch re-sent / answered / empty successors / first successor waits
+    if action == "SendEndQuorumEpoch" or any(m["type"] == "EndQuorumEpochResponse" for m in new) \
+            or any(m["type"] == "EndQuorumEpochRequest" and not m["preferredSuccessors"]
+                   for m in new):
+        out.append("F3")
+    elif action == "ReceiveEndQuorumEpochRequest":
+        m = params.get("msg", {})
+        j = m.get("dest")
+        if m.get("preferredSuccessors", [None])[:1] == [j] and role1.get(j) != "Candidate":
+            out.append("F3")
+    # F4: a clusterId error that is not fatal / not a rejection
+    if any(m.get("error") == "INVALID_CLUSTER_ID" and m["type"] in (
+            "BeginQuorumEpochResponse", "EndQuorumEpochResponse") for m in new):
+        out.append("F4")
+    # F5: a candidate that cannot win stays Candidate
+    if action == "ReceiveVoteResponse":
+        for i in role1:
+            if role0[i] == "Candidate" and role1[i] == "Candidate" \
+                    and after["votesRejected"][i] != before["votesRejected"][i] \
+                    and 2 * (len(voters) - len(_set(after["votesRejected"][i]))) <= len(voters):
+                out.append("F5")
+                break
+    # F6: a Vote response of the current epoch naming the leader makes the receiver follow it
+    if action == "ReceiveVoteResponse":
+        m = params.get("msg", {})
+        i = m.get("dest")
+        if i in role1 and role1[i] == "Follower" and role0[i] in ("Candidate", "Voted", "Unattached") \
+                and after["currentEpoch"][i] == before["currentEpoch"][i]:
+            out.append("F6")
+    if action == "ReceiveFetchRequest":
+        m = params.get("msg", {})
+        j, f = m.get("dest"), m.get("src")
+        resp = [r for r in new if r["type"] == "FetchResponse" and r["dest"] == f]
+        # F7: a diverging fetch leaves the voter unendorsed / the window unchanged
+        if resp and resp[0].get("divergingEpoch", NO_DIVERGENCE) != NO_DIVERGENCE \
+                and f in after["followerEndOffset"].get(j, {}) \
+                and after["followerEndOffset"][j][f] == -1:
+            out.append("F7")
+        # F8: the recorded end offset goes down
+        fe0 = before["followerEndOffset"].get(j, {})
+        fe1 = after["followerEndOffset"].get(j, {})
+        if f in fe0 and f in fe1 and fe1[f] < fe0[f] and role1.get(j) == "Leader" \
+                and role0.get(j) == "Leader":
+            out.append("F8")
+        # F9: a new leader's response hides its high watermark
+        if resp and resp[0].get("error") in ("NONE", "NOT_FOLLOWER") \
+                and resp[0].get("highWatermark") == -1 and after["highWatermark"][j] > 0:
+            out.append("F9")
+        # F10: several records in one response
+        if resp and len(resp[0].get("records", [])) > 1:
+            out.append("F10")
+    # F11: an observer follower fetches from a voter that is not its leader
+    if action == "SendFetchRequest":
+        m = params.get("msg", {})
+        i = m.get("src")
+        if i not in voters and role1.get(i) == "Follower" and m.get("dest") != after["leaderId"][i]:
+            out.append("F11")
+    # F12: the leader's HWM moves without a Fetch
+    if action in ("ClientRequest", "AdvanceHighWatermarkOnFlush", "Timeout", "ReceiveVoteResponse"):
+        for i in role1:
+            if role1[i] == "Leader" and after["highWatermark"][i] > before["highWatermark"][i]:
+                out.append("F12")
+                break
+    return out
+
+
+def _set(v) -> list:
+    return v["#set"] if isinstance(v, dict) and "#set" in v else list(v)
+
+
+def read_steps(path: str | Path) -> tuple[dict, list[dict]]:
+    lines = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    header = lines[0]
+    steps = [line for line in lines if line.get("kind") == "step"]
+    return header, steps
+
+
+def explain_failure(path: str | Path, failed_step: int) -> list[str]:
+    """The findings shown by the step a judge rejected (step numbers as in the trace)."""
+    header, steps = read_steps(path)
+    by = {s["step"]: s for s in steps}
+    if failed_step not in by or failed_step - 1 not in by:
+        return []
+    voters = tuple(sorted(v for v in by[0]["state"]["followerEndOffset"].get(
+        next(iter(by[0]["state"]["followerEndOffset"])), {})))
+    s = by[failed_step]
+    return explain_step(by[failed_step - 1]["state"], s["state"], s["action"],
+                        s.get("params", {}), voters)

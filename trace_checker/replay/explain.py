@@ -1,0 +1,88 @@
+"""Known reasons why an implementation cannot take a spec step that is NOT a bug.
+
+The spec allows more than an implementation does wherever the KIP leaves a choice open ("send
+Fetch to any of the voters at random") and the implementation makes it deterministically.  An
+edge whose failure matches such a rule is `not_drivable` with the rule's reason (each rule
+cites the spec, the KIP and the code that decides); everything else is a divergence.
+
+A rule sees the failed edge and the driver's result (the nearest event, the state it reached,
+the per-variable diff) and returns "class: explanation" or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from trace_checker.graph import StateGraph
+from trace_checker.replay.driver import Applied
+
+__all__ = ["explainer", "RULES"]
+
+Rule = Callable[[StateGraph, tuple, Applied, dict], str | None]
+
+
+def _msgs_diff(diag: dict) -> tuple[list, list] | None:
+    """(messages the spec expected but the implementation did not send, messages the
+    implementation sent instead), when msgs is the only differing variable."""
+    if diag.get("differing_variables") != ["msgs"]:
+        return None
+    paths = diag["diff"]["msgs"]["paths"]
+    missing = [p for p in paths if p.get("observed") == "(absent)"]
+    extra = [p for p in paths if p.get("expected") == "(absent)"]
+    return missing, extra
+
+
+def kraft_discovery_destination(g: StateGraph, edge: tuple, res: Applied, diag: dict
+                                ) -> str | None:
+    """SendFetchRequest of a replica that knows no leader, to another voter than the one the
+    refimpl asks next."""
+    s, a, d = edge
+    if g.actions[a] != "SendFetchRequest":
+        return None
+    md = _msgs_diff(diag)
+    src_state = g.state(s)
+    if md is None:
+        # the refimpl had no Fetch to send at all from this replica: only explained when the
+        # expected Fetch is a discovery Fetch (checked below from the expected state)
+        if res.event is not None:
+            return None
+    exp_new = [m for m in _bag(g.state(d).get("msgs")) if _bag(src_state.get("msgs")).get(m, 0)
+               < _bag(g.state(d).get("msgs"))[m]]
+    if len(exp_new) != 1:
+        return None
+    m = exp_new[0]
+    if m.get("type") != "FetchRequest":
+        return None
+    node = m["src"]
+    if src_state["leaderId"][node] != "Nil" or src_state["role"][node] not in ("Unattached",
+                                                                                "Voted"):
+        return None
+    return ("discovery-fetch-destination: the refimpl asks the voters in turn (round robin, "
+            "moving on after a request timeout: refimpl/kraft/node.py send_fetch), the spec "
+            "lets a replica that knows no leader ask any voter (KIP-595 \"BeginQuorumEpoch\": "
+            "observers send Fetch \"to any of the voters at random\"; spec/KRaft.tla "
+            f"SendFetchRequest): {node}'s Fetch to {m['dest']} is a choice the refimpl does "
+            "not make from this state")
+
+
+def _bag(v) -> dict:
+    return dict(v.items()) if hasattr(v, "items") else {}
+
+
+RULES: dict[tuple[str, str], list[Rule]] = {
+    ("kraft", "refimpl"): [kraft_discovery_destination],
+}
+
+
+def explainer(protocol: str, impl: str) -> Callable | None:
+    rules = RULES.get((protocol, impl))
+    if not rules:
+        return None
+
+    def explain(g: StateGraph, edge: tuple, res: Applied, diag: dict) -> str | None:
+        for r in rules:
+            why = r(g, edge, res, diag)
+            if why is not None:
+                return why
+        return None
+    return explain
