@@ -54,4 +54,8 @@ def test_demo_stages_default_and_full():
         "profile": "bugs", "only": "x"}
     sim = STAGES[names.index("simulate")]
     assert stage_params(sim, False)["seeds"] < stage_params(sim, True)["seeds"] == 10
-    assert stage_params(sim, True, seeds=2) == {"seeds": 2}
+    assert stage_params(sim, True, seeds=2) == {"seeds": 2, "corpora": None}   # every corpus
+    small = stage_params(sim, False)["corpora"]
+    assert small and set(small) < {c[0] for c in CORPORA} and "kraft-graph-chaos" in small
+    for name in ("validate", "stats"):   # the corpora simulated are the corpora judged
+        assert stage_params(STAGES[names.index(name)], False)["corpora"] == small

@@ -22,7 +22,8 @@ from trace_checker.codec import Codec
 from trace_checker.fullgraph import load_graph
 from trace_checker.graph import StateGraph
 from trace_checker.graph_coverage import (SITUATIONS, graph_configs, graph_coverage_of,
-                                          markdown_tables, parse_markdown_tables, report_cells)
+                                          graph_of_trace, markdown_tables, parse_markdown_tables,
+                                          report_cells)
 
 DOC = REPO_ROOT / "docs" / "graph-coverage.md"
 
@@ -234,3 +235,51 @@ def test_cli_cached_only_fails_closed_on_a_graph_not_built(tmp_path):
                         "kraft-ci-3voters", "--cached-only"],
                        capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=120)
     assert p.returncode == 2 and "SYMMETRY" in p.stderr
+
+
+# ------------------------------------------------------------------ neighbourhood mode
+
+TRUNCATE_HELD = "kraft-graph-observer-truncate"
+
+
+@pytest.mark.tlc
+@pytest.mark.xdist_group("tlc")
+def test_truncation_of_a_record_held_elsewhere_is_judged_in_neighbourhood_mode(tlc_toolchain,
+                                                                             tmp_path):
+    """The refimpl's chaos trace of seed 8 under kraft-graph-observer-truncate's bounds shows
+    an observer truncating (DivergingEpoch) a LeaderChange record a voter still holds.  In
+    neighbourhood mode under that config (one TLC run, no graph to build) it is valid; the same
+    trace whose observer ignores the DivergingEpoch (keeps the record) is invalid at that step."""
+    from refimpl.sim.corpus import simulate_corpus
+    from trace_checker.corpus import validate_corpus
+    from trace_checker.traces import read_trace
+
+    entry = find_entry(TRUNCATE_HELD)
+    simulate_corpus(protocol="kraft", seeds=[8], faults="chaos", steps=200,
+                    out=tmp_path / "ok", bounds=str(entry.cfg_path))
+    (path,) = sorted((tmp_path / "ok").glob("*.jsonl"))
+    trace = read_trace(path)
+    shown = {s.key: s.count for s in graph_coverage_of(graph_of_trace(trace), entry,
+                                                       actions=[]).situations}
+    assert shown["truncation-of-record-held-elsewhere"] >= 1
+    s = validate_corpus([path], config=TRUNCATE_HELD, out=tmp_path / "out1")
+    assert s["counts"]["valid"] == 1 and s["steps_judged"] == len(trace.steps)
+    # the truncating step, and the same trace with the fetcher keeping its record
+    lines = path.read_text(encoding="utf-8").splitlines()
+    k, node = next((i, step["params"]["node"]) for i, step in enumerate(map(json.loads, lines))
+                   if step.get("action") == "ReceiveFetchResponse"
+                   and step["params"]["msg"]["divergingEpoch"]["epoch"] != -1
+                   and len(step["state"]["log"][step["params"]["node"]]) <
+                   len(json.loads(lines[i - 1])["state"]["log"][step["params"]["node"]]))
+    bad = tmp_path / "bad" / path.name
+    bad.parent.mkdir()
+    for i in range(k, len(lines)):          # from that step on, the record stays
+        step = json.loads(lines[i])
+        kept = json.loads(lines[k - 1])["state"]["log"][node]
+        if len(step["state"]["log"][node]) < len(kept):
+            step["state"]["log"][node] = kept
+        lines[i] = json.dumps(step, sort_keys=True, separators=(",", ":"))
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    s = validate_corpus([bad], config=TRUNCATE_HELD, out=tmp_path / "out2")
+    (r,) = s["results"]
+    assert r["verdict"] == "invalid" and r["failed_step"] == json.loads(lines[k])["step"]

@@ -91,3 +91,27 @@ def test_no_verdict_is_never_stored_and_the_switch_turns_it_off(work, tlc_toolch
     entry.write_bytes(b"not gzip")
     assert run_config(e, workers=1, cache=True).cached_from is None
     assert run_config(e, workers=1, cache=True).cached_from is not None
+
+
+def test_a_suite_starts_the_longest_last_run_first(work, monkeypatch):
+    """Two at a time, the configs start by the seconds of their last run, else by their pinned
+    count: a slow liveness config of few states does not start last (TLC replaced by a fake)."""
+    import kraftcheck.commands.tlc as tlc_cmd
+    from kraftcore.tlc.manifest import ConfigEntry
+    entries = [ConfigEntry(name=f"c{k}", module="MCKRaft", cfg=f"c{k}.cfg", profile="ci",
+                           expect="ok", description="", kip="KIP-595", manifest="kraft.toml",
+                           distinct_states=n) for k, n in enumerate([700_000, 5_000, 70_000])]
+    started = []
+
+    def fake(entry, **_):
+        started.append(entry.name)
+        return entry.name
+
+    monkeypatch.setattr(tlc_cmd, "run_config", fake)
+    tlc_cmd.run_entries(entries, show_progress=False, jobs=2)
+    assert started[0] == "c0"                          # no record: largest count first
+    result_cache.record_seconds({"c1": 300.0, "c2": 1.0})
+    assert result_cache.last_seconds() == {"c1": 300.0, "c2": 1.0}
+    started.clear()
+    tlc_cmd.run_entries(entries, show_progress=False, jobs=2)
+    assert started[0] == "c1" and started[-1] == "c2"   # c0 at 700,000 / 7,000 = 100 s

@@ -28,11 +28,12 @@ from kraftcore.tlc.cfg import parse_cfg
 from kraftcore.tlc.manifest import ConfigEntry
 from kraftcore.values import Fn
 from trace_checker.coverage import spec_actions
+from trace_checker.codec import Codec
 from trace_checker.graph import StateGraph
 
 __all__ = ["Situation", "SITUATIONS", "GraphCoverage", "SituationCount", "graph_coverage_of",
            "family_of", "markdown_tables", "parse_markdown_tables", "report_cells", "depths",
-           "graph_configs", "cached_graph"]
+           "graph_configs", "cached_graph", "graph_of_trace"]
 
 NO_DIVERGENCE = -1          # KRaftLog!NoDivergence.epoch
 
@@ -345,6 +346,29 @@ def graph_coverage_of(g: StateGraph, entry: ConfigEntry | None = None,
         actions={a: per_label.get(a, 0) for a in names},
         unexpected_labels={a: n for a, n in sorted(per_label.items()) if a not in names},
         situations=list(rows.values()), depth=max(d, default=0), meta=meta)
+
+
+def graph_of_trace(trace) -> StateGraph:
+    """A trace (traces.Trace, every step observing every variable) as a complete graph: its
+    states, and one edge per step labelled with the step's action.  `graph_coverage_of` on it
+    tells which situations the trace shows (to pick, from a simulated corpus, the traces that
+    exercise a situation a full graph cannot hold)."""
+    from kraftcore.values import from_itf
+
+    if trace.partial:
+        raise ValueError(f"{trace.path}: a partial trace does not determine its states")
+    g = StateGraph(Codec(sorted(trace.variables)), complete=True,
+                   meta={"config": trace.trace_id})
+    prev = None
+    for step in trace.steps:
+        s = g.add_state(g.codec.encode({v: from_itf(x) for v, x in step.state.items()}))
+        if prev is None:
+            g.initial.append(s)
+        else:
+            g.add_edge(prev, step.action, s)
+        prev = s
+    g.expanded.update(range(len(g)))
+    return g
 
 
 def graph_configs(entries: Iterable[ConfigEntry]) -> list[ConfigEntry]:

@@ -92,3 +92,27 @@ def store(run: CachedRun) -> Path:
            "seconds": round(run.seconds, 3), "created": run.created, "log": run.log}
     write_atomic(p, gzip.compress(json.dumps(doc).encode("utf-8"), mtime=0))
     return p
+
+
+# ---- run times: the order in which `kraftcheck tlc suite` starts its configs ------------------
+
+_TIMES = "tlc-times.json"
+
+
+def last_seconds() -> dict[str, float]:
+    """The wall-clock seconds of each config's last TLC run (not of cache hits), by name: a
+    suite running several configs at once starts the longest first, so a slow config with
+    few states (a liveness config) does not start last and run alone at the end."""
+    try:
+        d = json.loads((work_dir() / _TIMES).read_text(encoding="utf-8"))
+        return {k: float(v) for k, v in d.items() if isinstance(v, (int, float))}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def record_seconds(times: dict[str, float]) -> None:
+    """Add these configs' run times to the record (the last run of a config wins)."""
+    if times:
+        write_atomic(work_dir() / _TIMES, json.dumps(
+            last_seconds() | {k: round(v, 1) for k, v in times.items()}, indent=1,
+            sort_keys=True) + "\n")
