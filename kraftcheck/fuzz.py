@@ -102,8 +102,10 @@ _JSON_VALUES = [float("nan"), float("inf"), 10 ** 5000, 2 ** 31, -(2 ** 31) - 1,
                 [[[[[[]]]]]], {"#set": "x"}, 1.5, -0.0, "../x", "/etc/passwd"]
 
 
-def _json_edit(data: bytes, rng: random.Random) -> bytes:
-    """Replace one node of one JSON line by an interesting value (NaN, huge int, ...)."""
+def _json_edit(data: bytes, rng: random.Random, canonical: bool = False) -> bytes:
+    """Replace one node of one JSON line by an interesting value (NaN, huge int, ...);
+    canonical: write the line back as the trace writer does (sorted keys, compact), so a
+    reader that wants canonical lines still reads the value."""
     lines = data.split(b"\n")
     idx = [i for i, ln in enumerate(lines) if ln.strip()]
     if not idx:
@@ -132,7 +134,8 @@ def _json_edit(data: bytes, rng: random.Random) -> bytes:
     parent, key = rng.choice(nodes)
     parent[key] = rng.choice(_JSON_VALUES)          # type: ignore[index]
     try:
-        lines[i] = json.dumps(obj).encode()
+        lines[i] = (json.dumps(obj, sort_keys=True, separators=(",", ":")) if canonical
+                    else json.dumps(obj)).encode()
     except (ValueError, RecursionError):
         return data
     return b"\n".join(lines)
@@ -620,6 +623,13 @@ def inputs(target: str, n: int, seed: int = 0) -> Iterator[bytes]:
             yield bytes(data)
         elif i < len(base):
             yield base[i]
+        elif target == "export" and rng.random() < 0.6:
+            # values of a wrong kind in otherwise well-formed, canonical trace lines: what
+            # export once converted and validate refused (floats, maps listing a key twice)
+            data = rng.choice(base)
+            for _ in range(rng.randint(1, 2)):
+                data = _json_edit(data, rng, canonical=True)
+            yield data
         elif target == "value" and rng.random() < 0.6:
             # mostly structure-aware for the decoder: byte noise rarely stays JSON
             data = rng.choice(base)

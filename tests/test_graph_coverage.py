@@ -276,7 +276,7 @@ def test_truncation_of_a_record_held_elsewhere_is_judged_in_neighbourhood_mode(t
     for i in range(k, len(lines)):          # from that step on, the record stays
         step = json.loads(lines[i])
         kept = json.loads(lines[k - 1])["state"]["log"][node]
-        if len(step["state"]["log"][node]) < len(kept):
+        if "state" in step and len(step["state"]["log"][node]) < len(kept):
             step["state"]["log"][node] = kept
         lines[i] = json.dumps(step, sort_keys=True, separators=(",", ":"))
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")

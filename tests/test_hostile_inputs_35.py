@@ -104,10 +104,13 @@ def test_write_atomic_names_the_file_and_keeps_the_old_one(tmp_path, monkeypatch
 
 @pytest.mark.xdist_group("spark")
 def test_stats_reads_around_a_name_and_bytes_that_are_not_utf8(tmp_path):
+    """The ingest of `kraftcheck stats` (where both broke): a file whose name is not UTF-8 is
+    a bad row with its name escaped, a line that is not UTF-8 is a bad row whose text pyarrow
+    reads back, and the good trace is counted."""
     import pyarrow.parquet as pq
 
-    from spark_trace_analysis.jobs import run_stats
-    from spark_trace_analysis.session import stop_session
+    from spark_trace_analysis import ingest
+    from spark_trace_analysis.session import get_session, stop_session
     src = REPO_ROOT / "tests/fixtures/spark/corpus/t-valid.jsonl"
     d = tmp_path / "c"
     d.mkdir()
@@ -118,20 +121,25 @@ def test_stats_reads_around_a_name_and_bytes_that_are_not_utf8(tmp_path):
     lines = raw.replace(b"t-valid", b"t-bytes").split(b"\n")
     lines[2] = lines[2].replace(b'"action":"', b'"action":"\xff\xfe\xc3(', 1)
     (d / "t-bytes.jsonl").write_bytes(b"\n".join(lines))
+    files = ingest.expand_inputs([d])
+    out = tmp_path / "out"
     try:
-        s = run_stats([str(d)], tmp_path / "out", master="local[1]")
+        counts = ingest.ingest_traces(get_session("local[1]", shuffle_partitions=1), files,
+                                      out, out / "_staging")
     finally:
         stop_session()
-    bad = pq.read_table(tmp_path / "out" / "bad_rows").to_pylist()   # pyarrow reads it back
+    bad = pq.read_table(out / "bad_rows").to_pylist()      # pyarrow reads it back
     named = [r for r in bad if r["reason"].startswith("file name is not UTF-8")]
     assert [r["file"] for r in named] == [str(d) + "/bad-\\xff-name.jsonl"], bad
-    assert any(r["reason"] == "not UTF-8" and r["line"] == 3 for r in bad), bad
+    assert any(r["reason"] == "not UTF-8" and r["line"] == 3 and "\ufffd" in r["text"]
+               for r in bad), bad
     for r in bad:
         for v in r.values():
             if isinstance(v, str):
                 v.encode("utf-8")
-    assert s["traces"] == 2          # t-valid and t-bytes (incomplete); the good one counted
-    assert s["steps"] >= len(src.read_text().splitlines()) - 2
+    traces = {r["trace_id"]: r for r in pq.read_table(out / "traces").to_pylist()}
+    assert set(traces) == {"t-valid", "t-bytes"} and traces["t-valid"]["complete"]
+    assert counts["bad_rows"] == 2
 
 
 # --------------------------------------------------------------------------- 4: export itf

@@ -200,6 +200,22 @@ def test_d4_unclean_election_tries_the_last_known_leader_first(kafka):
     assert p["leader"] == -1
 
 
+def test_k2_kafka_elects_a_last_known_leader_that_lost_its_data(kafka):
+    # elr-kafka-finding-last-known-leader's counterexample, the controller's part on Kafka's
+    # code: RF3 min ISR 2; 2 shuts down cleanly, 1 and then the leader 0 register after
+    # unclean shutdowns (0 lost its log); Kafka records 0 as the last known leader and elects
+    # it at its first heartbeat although 1, which holds the acknowledged record, is a replica
+    s = _state(kafka, 3, 2)
+    s = _op(kafka, "controlledShutdown", s, broker=2)["state"]
+    assert (s["part"]["isr"], s["part"]["elr"]) == ([0, 1], [])
+    s = _op(kafka, "register", s, broker=1, previousBrokerEpoch=-1, newEpoch=2)["state"]
+    assert (s["part"]["leader"], s["part"]["isr"], s["part"]["elr"]) == (0, [0], [])
+    s = _op(kafka, "register", s, broker=0, previousBrokerEpoch=-1, newEpoch=2)["state"]
+    assert (s["part"]["leader"], s["part"]["isr"], s["part"]["lastKnownElr"]) == (-1, [], [0])
+    p = _op(kafka, "heartbeat", s, broker=0)["state"]["part"]
+    assert (p["leader"], p["isr"], p["recovering"]) == (0, [0], True)
+
+
 # ============================================== simulate --impl kafka --protocol elr
 
 def _cli(*args, timeout=900) -> subprocess.CompletedProcess:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -348,18 +349,20 @@ def _run_tlc(cmd: list[str], run_dir: Path, log_path: Path, reader: ToolOutputRe
         # TLC runs in its own process group: a terminal's Ctrl-C reaches kraftcheck only, and
         # kraftcheck stops the whole group (the JVM and anything it started) on every exit
         # path: normal end, timeout, KeyboardInterrupt, SIGTERM (see kraftcheck.cli).
-        proc = subprocess.Popen(cmd, cwd=run_dir / "model", stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, bufsize=1,
-                                errors="backslashreplace", start_new_session=True)
+        proc = timer = None
         killed = threading.Event()
 
         def _kill() -> None:
             killed.set()
             _kill_group(proc)
 
-        timer = threading.Timer(limit, _kill)
-        timer.start()
         try:
+            with _signals_held():
+                proc = subprocess.Popen(cmd, cwd=run_dir / "model", stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True, bufsize=1,
+                                        errors="backslashreplace", start_new_session=True)
+            timer = threading.Timer(limit, _kill)
+            timer.start()
             assert proc.stdout is not None
             last = None
             for line in proc.stdout:
@@ -371,9 +374,11 @@ def _run_tlc(cmd: list[str], run_dir: Path, log_path: Path, reader: ToolOutputRe
             proc.wait()
             completed = True
         finally:
-            timer.cancel()
+            if timer is not None:
+                timer.cancel()
             timed_out = killed.is_set()
-            _kill_group(proc)
+            if proc is not None:
+                _kill_group(proc)
             if not completed or timed_out:
                 # a dump TLC did not finish is never left where a later run could take it
                 # for complete
@@ -426,6 +431,27 @@ def _finish(entry: ConfigEntry, run_dir: Path, cmd: list[str], reader: ToolOutpu
         cached_from=None if hit is None else {
             "seconds": round(hit.seconds, 2),
             "stored": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(hit.created))})
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM wait while TLC's process is being started (main thread only): one
+    that interrupted subprocess.Popen midway would leave the JVM running in its own process
+    group with nobody to stop it.  A signal that came meanwhile is delivered right after, to
+    the handler that was in place."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    got: list[int] = []
+    held = (signal.SIGINT, signal.SIGTERM)
+    old = {s: signal.signal(s, lambda signum, _frame: got.append(signum)) for s in held}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        for s in got:
+            signal.raise_signal(s)
 
 
 def _discard_run(run_dir: Path) -> None:

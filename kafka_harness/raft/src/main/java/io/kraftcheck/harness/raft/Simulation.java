@@ -223,6 +223,20 @@ final class Simulation {
         if (up.isEmpty()) {
             return;
         }
+        if ("forgetful-store".equals(plant)) {
+            // the planted store can only forget a vote that is persisted: prefer crashing a
+            // replica that voted in an epoch whose leader it does not know (Voted, Candidate)
+            List<Replica> voting = new ArrayList<>();
+            for (Replica x : up) {
+                String role = c.role(x);
+                if ("Voted".equals(role) || "Candidate".equals(role)) {
+                    voting.add(x);
+                }
+            }
+            if (!voting.isEmpty()) {
+                up = voting;
+            }
+        }
         Replica r = up.get(rnd.nextInt(up.size()));
         if (rnd.nextDouble() < faults.graceful && "Leader".equals(c.role(r)) && resignAllowed(r)) {
             c.resign(r);
