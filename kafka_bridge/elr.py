@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import re
 import subprocess
 from dataclasses import dataclass, replace
 from typing import Any
@@ -52,6 +53,7 @@ from refimpl.elr.messages import (AlterMinIsrRequest, AlterPartitionRequest,
 from refimpl.elr.invariants import ElrMonitor
 from refimpl.elr.types import NO_LEADER, BrokerRegistration, ElrConfig
 from refimpl.sim.protocol import Envelope, Monitor, Transition
+from kraftcore.paths import REPO_ROOT
 from kraftcore.tlc.cfg import parse_cfg as read_tlc_cfg
 
 from kafka_bridge.toolchain import HarnessError, find_harness
@@ -78,7 +80,7 @@ class ElrHarness:
         except OSError as e:
             raise HarnessError(f"cannot start the Kafka ELR harness ({self.h.java}): "
                                f"{e.strerror or e}") from None
-        self.memo: dict[str, dict] = {}
+        self.memo: dict[str, str] = {}     # command line -> answer line
         self.calls = 0
         self.version = self.call({"op": "version"})["version"]
 
@@ -86,7 +88,7 @@ class ElrHarness:
         line = json.dumps(cmd, sort_keys=True, separators=(",", ":"))
         hit = self.memo.get(line)
         if hit is not None:
-            return hit
+            return json.loads(hit)          # a fresh object: callers may change theirs
         self.calls += 1
         try:
             self.p.stdin.write(line + "\n")
@@ -103,7 +105,7 @@ class ElrHarness:
             raise HarnessError(f"the Kafka ELR harness refused {cmd.get('op')!r}: "
                                f"{ans.get('fault')}")
         if len(self.memo) < 200_000:
-            self.memo[line] = ans
+            self.memo[line] = out
         return ans
 
     def close(self) -> None:
@@ -265,8 +267,10 @@ class KafkaElrController(rc.Controller):
     def on_registration(self, s, req: BrokerRegistrationRequest, now_ms: int):
         """ClusterControlManager.registerBroker (PreviousBrokerEpoch compared with the
         registration record; clean -> handleBrokerShutdown(clean), unclean ->
-        handleBrokerUncleanShutdown), then the new incarnation's first heartbeat after it
-        caught up (processBrokerHeartbeat -> UNFENCED): spec RestartBroker (A8)."""
+        handleBrokerUncleanShutdown); the new registration is fenced (spec RestartBroker under
+        KafkaRegistersFenced; its heartbeat is a later UnfenceBroker step).  Under a KIP config
+        the new incarnation's first heartbeat after it caught up (processBrokerHeartbeat ->
+        UNFENCED) is taken in the same step: spec RestartBroker (A8)."""
         b = req.broker_id
         old = s.registration(b)
         if b not in self.config.brokers or old is None or req.incarnation <= s.incarnation(b):
@@ -369,20 +373,29 @@ def _spec_error(kafka_error: str) -> str:
                           "spec/ELR.tla's AlterPartitionErrors has no counterpart for")
 
 
+def _spec_operators() -> frozenset[str]:
+    """The operators spec/ELR.tla defines (its invariants and properties among them)."""
+    text = (REPO_ROOT / "spec" / "ELR.tla").read_text(encoding="utf-8")
+    return frozenset(re.findall(r"^([A-Za-z]\w*)\s*==", text, re.M))
+
+
 class JudgeMonitor(Monitor):
-    """The refimpl's online monitor (spec/ELR.tla's invariants and action properties) reporting
-    only what the chosen judge config checks: under a --bounds config, the invariants and
-    properties it lists (a kafka-4.x config leaves out the ones Kafka breaks by design, each a
-    documented finding); unbounded, all of them."""
+    """The refimpl's online monitor reporting what the chosen judge config checks: a spec/ELR.tla
+    invariant or property the --bounds config does not list is left out (a kafka-4.x config
+    leaves out the ones Kafka breaks by design, each a documented finding); the monitor's own
+    checks that are no spec operator (AckedRecordsOnMinIsr, ...) and, unbounded, everything
+    are kept."""
 
     def __init__(self, inner: ElrMonitor, judged: frozenset[str] | None):
         self.inner = inner
-        self.judged = judged
-        self.names = tuple(n for n in inner.names if judged is None or n in judged)
+        spec = _spec_operators()
+        self.dropped = frozenset() if judged is None else \
+            frozenset(n for n in inner.names if n in spec and n not in judged)
+        self.names = tuple(n for n in inner.names if n not in self.dropped)
 
     def check(self, world, action, node):
         return [v for v in self.inner.check(world, action, node)
-                if self.judged is None or v.invariant in self.judged]
+                if v.invariant not in self.dropped]
 
 
 class KafkaELRAdapter(ELRAdapter):

@@ -20,7 +20,7 @@ Targets:
              every state value decodable)
     tlclog   damaged TLC -tool logs of VIOLATING runs (bfs and simulate): never read as ok,
              and the result prints through the Rich report (names escaped)
-    deep     nesting 50..30,000 deep (<<, {, [, (, JSON arrays and ITF tags) through every
+    deep     nesting 50..20,000 deep (<<, {, [, (, JSON arrays and ITF tags) through every
              entry point: parse_value, parse_state, TextParser, parse_texts, parse_cfg_text,
              read_dump + StateGraph.from_dump, ToolOutputReader, from_itf, both trace readers
     fields   header / footer / step fields of good traces set to a wrong type or removed
@@ -262,6 +262,11 @@ def _tlclog_seeds() -> list[bytes]:
 
 
 _DEEP_OPEN = [("<<", ">>"), ("{", "}"), ("[a |-> ", "]"), ("(1 :> ", ")"), ("<<1, ", ">>")]
+
+
+_DEEP_KINDS = [o for o, _ in _DEEP_OPEN] + ["json", "itf"]
+# around the readers' limit of 200 levels, and far beyond it (the deepest are the slowest)
+_DEEP_DEPTHS = [50, 199, 200, 201, 500, 1000, 3000, 3000, 20000]
 
 
 def _deep_seeds() -> list[bytes]:
@@ -615,8 +620,7 @@ def inputs(target: str, n: int, seed: int = 0) -> Iterator[bytes]:
     base = seeds(target)
     for i in range(n):
         if target == "deep":
-            kinds = ["<<", "{", "[a |-> ", "(1 :> ", "<<1, ", "json", "itf"]
-            yield f"{rng.choice(kinds)}:{rng.choice([50, 199, 200, 201, 500, 3000, 20000, 30000])}".encode()
+            yield f"{rng.choice(_DEEP_KINDS)}:{rng.choice(_DEEP_DEPTHS)}".encode()
         elif target == "fields":
             data = bytearray(rng.choice(base))
             data += b" " * rng.randrange(64)          # picks the field and value to spoil

@@ -164,6 +164,7 @@ def _write_checker_tables(name: str, entry, d: Path) -> None:
             {"name": name, "protocol": _protocol_of(labels[0] if labels else None),
              "bounds": _display(str(entry.cfg_path)), "states": len(fps),
              "edges": len(edges)}, indent=2) + "\n", encoding="utf-8")
+        os.chmod(tmp, 0o755)   # mkdtemp made it 0700; a cache folder like any other
         try:
             os.replace(tmp, d)
         except OSError:        # another process wrote the same tables first: theirs serve

@@ -60,10 +60,13 @@ def explain_step(before: dict, after: dict, action: str, params: dict,
     if action == "LeaderProgressTimeout" and any(
             role0[i] == "Leader" and role1[i] == "Resigned" for i in role1):
         out.append("F2")
-    # F3: EndQuorumEpoch re-sent / answered / empty successors / first successor waits
+    # F3: EndQuorumEpoch re-sent / answered / empty successors / first successor waits /
+    # a resignation that sends none in its own step
+    resigned = [i for i in role1 if role0[i] == "Leader" and role1[i] == "Resigned"]
     if action == "SendEndQuorumEpoch" or any(m["type"] == "EndQuorumEpochResponse" for m in new) \
             or any(m["type"] == "EndQuorumEpochRequest" and not m["preferredSuccessors"]
-                   for m in new):
+                   for m in new) \
+            or (resigned and not any(m["type"] == "EndQuorumEpochRequest" for m in new)):
         out.append("F3")
     elif action == "ReceiveEndQuorumEpochRequest":
         m = params.get("msg", {})

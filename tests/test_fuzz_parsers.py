@@ -83,7 +83,7 @@ def test_fuzz_structured_itf_values(j):
 @pytest.mark.parametrize("target", sorted(TARGETS))
 def test_the_benchmark_engine_finds_no_crash_in_a_short_run(target):
     """The same engine as benchmarks/fuzz.py, 150 deterministic inputs per parser (30 of the
-    deep nestings, up to 30,000 levels each), no crash and no lenient acceptance."""
+    deep nestings, up to 20,000 levels each), no crash and no lenient acceptance."""
     n = 30 if target == "deep" else 150
     r = run_target(target, n)
     assert r.inputs == n and r.crashes == 0 and r.lenient == 0, r.examples

@@ -204,10 +204,16 @@ def _check_column(name: str) -> None:
         assert r.states == entry.distinct_states
 
 
+# elr-graph-rf3 does not build on the 2-core 24 GB machine; the Kafka 3.7 judges (*kafka*,
+# docs/kafka-conformance.md) are another issue's graphs
+def _tabulated(e) -> bool:
+    return e.name != "elr-graph-rf3" and "kafka" not in e.name
+
+
 def test_docs_cover_every_graph_config():
     cols = _doc_columns()
-    names = [e.name for e in graph_configs(load_manifest())]
-    assert names and not [n for n in names if n not in cols and n != "elr-graph-rf3"]
+    names = [e.name for e in graph_configs(load_manifest()) if _tabulated(e)]
+    assert len(names) >= 10 and [n for n in names if n not in cols] == []
 
 
 @pytest.mark.tlc
@@ -220,7 +226,7 @@ def test_docs_table_matches_the_small_graphs(name, tlc_toolchain):
 @pytest.mark.tlc
 @pytest.mark.deep
 @pytest.mark.parametrize("name", [e.name for e in graph_configs(load_manifest())
-                                  if e.name not in FAST and e.name != "elr-graph-rf3"])
+                                  if e.name not in FAST and _tabulated(e)])
 def test_docs_table_matches_the_larger_graphs(name, tlc_toolchain):
     _check_column(name)
 
@@ -255,13 +261,23 @@ def test_truncation_of_a_record_held_elsewhere_is_judged_in_neighbourhood_mode(t
     from trace_checker.traces import read_trace
 
     entry = find_entry(TRUNCATE_HELD)
-    simulate_corpus(protocol="kraft", seeds=[8], faults="chaos", steps=200,
-                    out=tmp_path / "ok", bounds=str(entry.cfg_path))
-    (path,) = sorted((tmp_path / "ok").glob("*.jsonl"))
+
+    def shows(path: Path) -> bool:
+        r = graph_coverage_of(graph_of_trace(read_trace(path)), entry, actions=[])
+        return any(s.key == "truncation-of-record-held-elsewhere" and s.reached
+                   for s in r.situations)
+
+    # seed 8 shows it (1 of seeds 0-199, 2026-11-28); should the refimpl's schedules change,
+    # the first seed of 0-199 that does
+    for k, seeds in enumerate(([8], range(200))):
+        out = tmp_path / f"ok{k}"
+        simulate_corpus(protocol="kraft", seeds=seeds, faults="chaos", steps=200, out=out,
+                        bounds=str(entry.cfg_path))
+        path = next((p for p in sorted(out.glob("*.jsonl")) if shows(p)), None)
+        if path is not None:
+            break
+    assert path is not None, "no simulated trace truncates a record another replica holds"
     trace = read_trace(path)
-    shown = {s.key: s.count for s in graph_coverage_of(graph_of_trace(trace), entry,
-                                                       actions=[]).situations}
-    assert shown["truncation-of-record-held-elsewhere"] >= 1
     s = validate_corpus([path], config=TRUNCATE_HELD, out=tmp_path / "out1")
     assert s["counts"]["valid"] == 1 and s["steps_judged"] == len(trace.steps)
     # the truncating step, and the same trace with the fetcher keeping its record

@@ -154,10 +154,18 @@ def test_classifier_recognises_batches_and_a_hidden_high_watermark():
 
 # =========================================================================== Kafka itself
 
-# finding -> (fault profile, seed): bounded by kraft-graph-small, the KIP judge (kraft-graph-small)
-# rejects the trace at a step the finding explains; the kafka-3.7 judge accepts it.  Found in the
-# corpora of docs/kafka-conformance.md §4 (the shortest reproduction of each finding there).
-BOUNDED_SEEDS: dict[str, tuple[str, int]] = {}
+# finding -> (fault profile, seed, bounds config or None): Kafka's trace for that seed
+# (`kraftcheck simulate --impl kafka --steps 300`) shows the finding; the kafka-3.7 judge accepts
+# it, and the same judge with that finding's switch off rejects it at a step the finding
+# explains (leave-one-out, neighbourhood mode).  F1 is also the KIP judge's first rejection.
+# The shortest reproductions of docs/kafka-conformance.md §4.
+SEEDS: dict[str, tuple[str, int, str | None]] = {
+    "F1": ("lossy", 12, "kraft-graph-small"),
+    "F2": ("lossy", 12, "kraft-graph-small"),
+    "F3": ("lossy", 12, "kraft-graph-small"),
+    "F5": ("lossy", 25, "kraft-graph-small"),
+}
+JUDGE_OF = {"kraft-graph-small": "kraft-graph-small-kafka-3.7", None: "kraft-ci-kafka-3.7"}
 
 
 def _toolchain_present() -> bool:
@@ -166,8 +174,8 @@ def _toolchain_present() -> bool:
 
 
 @pytest.fixture(scope="module")
-def kafka_corpus(tmp_path_factory):
-    """One bounded Kafka trace per finding seed, written by kafka_bridge (the harness jar)."""
+def kafka_traces(tmp_path_factory):
+    """Kafka's trace for every seed of SEEDS, written by kafka_bridge (the harness jar)."""
     if not _toolchain_present() and os.environ.get("CI", "").lower() not in ("1", "true"):
         pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
     from kafka_bridge.raft import KafkaRunSpec, run
@@ -178,24 +186,40 @@ def kafka_corpus(tmp_path_factory):
         pytest.fail(f"the Kafka raft harness is unusable: {e}")
     root = tmp_path_factory.mktemp("kafka-findings")
     files = {}
-    for profile in sorted({p for p, _ in BOUNDED_SEEDS.values()}):
-        seeds = sorted({s for p, s in BOUNDED_SEEDS.values() if p == profile})
-        out = root / profile
+    for profile, bounds in sorted({(p, b or "") for p, _, b in SEEDS.values()}):
+        seeds = sorted({s for p, s, b in SEEDS.values() if (p, b or "") == (profile, bounds)})
+        out = root / f"{profile}-{bounds or 'free'}"
         run(KafkaRunSpec(seeds=seeds, faults=profile, steps=300,
-                         bounds_path=str(CONFIG_DIR / "kraft-graph-small.cfg")), out)
+                         bounds_path=str(CONFIG_DIR / f"{bounds}.cfg") if bounds else None), out)
         for s in seeds:
-            files[(profile, s)] = out / f"kafka-kraft-{profile}-{s}@kraft-graph-small.jsonl"
+            suffix = f"@{bounds}" if bounds else ""
+            files[(profile, s, bounds or None)] = out / f"kafka-kraft-{profile}-{s}{suffix}.jsonl"
     return files
 
 
+def _without(judge: str, switch: str, folder: Path) -> Path:
+    """The judge's config with one switch off (a .cfg outside the manifest)."""
+    text = (CONFIG_DIR / f"{judge}.cfg").read_text()
+    assert f"    {switch} = TRUE\n" in text
+    out = folder / f"{judge.replace('.', '_')}-without-{switch}.cfg"
+    out.write_text(text.replace(f"    {switch} = TRUE\n", f"    {switch} = FALSE\n"))
+    return out
+
+
 @pytest.mark.tlc
-@pytest.mark.parametrize("finding", sorted(BOUNDED_SEEDS, key=lambda f: int(f[1:])))
-def test_kafka_reproduces_the_finding_and_only_the_kip_judge_rejects_it(finding, kafka_corpus,
-                                                                        tlc_toolchain):
+@pytest.mark.parametrize("finding", sorted(SEEDS, key=lambda f: int(f[1:])))
+def test_kafka_reproduces_the_finding_and_its_switch_explains_it(finding, kafka_traces, tmp_path,
+                                                                  tlc_toolchain):
     from trace_checker.corpus import validate_corpus
-    path = kafka_corpus[BOUNDED_SEEDS[finding]]
-    kip = validate_corpus([path], graph="kraft-graph-small")["results"][0]
-    assert kip["verdict"] == "invalid", kip
-    assert finding in explain_failure(path, kip["failed_step"]), kip.get("diagnosis")
-    kafka = validate_corpus([path], graph="kraft-graph-small-kafka-3.7")["results"][0]
-    assert kafka["verdict"] == "valid", kafka.get("diagnosis")
+    key = SEEDS[finding]
+    path = kafka_traces[key]
+    judge = JUDGE_OF[key[2]]
+    ok = validate_corpus([path], config=judge)["results"][0]
+    assert ok["verdict"] == "valid", ok.get("diagnosis")
+    cfg = _without(judge, FINDINGS[finding], tmp_path)
+    bad = validate_corpus([path], config=str(cfg), module="spec/MCKRaft.tla")["results"][0]
+    assert bad["verdict"] == "invalid", bad
+    assert finding in explain_failure(path, bad["failed_step"]), bad.get("diagnosis")
+    if finding == "F1":
+        kip = validate_corpus([path], config=key[2] or "kraft-ci-3voters")["results"][0]
+        assert kip["verdict"] == "invalid" and kip["failed_step"] == bad["failed_step"]

@@ -49,6 +49,9 @@ Stages, each reported in the summary (out/demo/summary.json):
                trace of the kraft graph corpus (a header weakening the liveness judge, broken
                format rules, values TLC cannot hold or compare, steps of no spec action, a
                trace observing nothing) judged in one run, each with the verdict it must get
+  10. replay   model-guided replay (docs/replay.md): a seeded sample of kraft-graph-small's
+               edges (200; --full 1000) driven on the refimpl along shortest paths, none
+               diverged (the whole graph is benchmarks/bench_replay.py)
 """
 
 from __future__ import annotations
@@ -292,7 +295,7 @@ def _stage_kafka(out: Path, seeds: int, show: bool) -> dict:
             d = out / "kafka-plants" / plant
             shutil.rmtree(d, ignore_errors=True)
             m = run(KafkaRunSpec(seeds=list(range(KAFKA_PLANT_SEEDS)), faults="crashes",
-                                 steps=200, plant=plant), d)
+                                 steps=300, plant=plant), d)
             by = sorted(m["summary"]["invariants_violated"])
             if not by:      # no invariant broke: the checker (Kafka's judge) must reject one
                 v = validate_corpus([d], config=KAFKA_CORPORA["kafka-kraft-chaos"][3],
@@ -439,6 +442,29 @@ def _stage_review(out: Path, show: bool) -> dict:
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+REPLAY_GRAPH, REPLAY_SEED = "kraft-graph-small", 0
+
+
+def _stage_replay(out: Path, show: bool, edges: str) -> dict:
+    """Model-guided replay (docs/replay.md): a seeded sample of kraft-graph-small's edges
+    driven on the refimpl; ok when none diverged and at least 90 % replayed."""
+    from trace_checker.replay.run import ReplayError, run_replay
+    t0 = time.monotonic()
+    try:
+        rep = run_replay(REPLAY_GRAPH, "refimpl", edges, seed=REPLAY_SEED,
+                         out=out / "replay").report
+    except ReplayError as e:
+        return {"stage": "replay", "ok": False, "error": str(e),
+                "seconds": round(time.monotonic() - t0, 1)}
+    if show:
+        console.print(f"replay: {rep['replayed']}/{rep['edges']} edges replayed")
+    return {"stage": "replay", "ok": rep["diverged"] == 0 and rep["replayed_fraction"] >= 0.9,
+            "graph": REPLAY_GRAPH, "edges": rep["edges"], "replayed": rep["replayed"],
+            "diverged": rep["diverged"], "not_drivable": rep["not_drivable"],
+            "report": str(out / "replay" / "replay.json"),
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage of the demo: `run(out, show, **params)` returns its summary (with "stage",
@@ -474,6 +500,8 @@ STAGES = [
     Stage("reassign", lambda out, show, seeds: _stage_reassign(out, seeds, show),
           {"seeds": 3}, {"seeds": 5}),
     Stage("fail-closed", lambda out, show: _stage_fail_closed(out, show)),
+    Stage("replay", lambda out, show, edges: _stage_replay(out, show, edges),
+          {"edges": "sample 200"}, {"edges": "sample 1000"}),
 ]
 
 
@@ -613,6 +641,11 @@ def demo(out: Path = typer.Option(REPO_ROOT / "out" / "demo", help="Where output
                               f"weakened by the header, format rules, values TLC cannot hold, "
                               f"steps of no spec action) in {s['seconds']}s  {mark}"
                               + (f"  report: {s['report']}" if s.get("report") else ""))
+            elif s["stage"] == "replay":
+                what = s.get("error") or (f"{s['replayed']}/{s['edges']} edges replayed, "
+                                          f"{s['diverged']} diverged")
+                console.print(f"replay {REPLAY_GRAPH} (refimpl, seeded sample): {what} in "
+                              f"{s['seconds']}s  {mark}")
         console.print(f"summary: {out / 'summary.json'} ({'full' if full else 'default'} "
                       f"demo, {summary['seconds']}s)")
     raise typer.Exit(0 if summary["ok"] else 1)

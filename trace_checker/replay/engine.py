@@ -388,6 +388,10 @@ def _failed(g: StateGraph, e: Edge, k: int, res: Applied, expected: dict,
     action = g.actions[a]
     diag = _diagnosis(g, k, action, res, expected, model_values)
     why = explain(g, e, res, diag) if explain is not None and res.drivable else None
+    if why is not None and why.startswith("finding "):
+        return EdgeOutcome(s, action, d, "diverged", step=k, path_len=k,
+                           reason=f"{diag['summary']} ({why})", diagnosis=diag,
+                           explained=why.split(":")[0])
     if not res.drivable or why is not None:
         return EdgeOutcome(s, action, d, "not_drivable", step=k, path_len=k,
                            reason=why or res.reason, diagnosis=diag,

@@ -6,7 +6,9 @@ edge whose failure matches such a rule is `not_drivable` with the rule's reason 
 cites the spec, the KIP and the code that decides); everything else is a divergence.
 
 A rule sees the failed edge and the driver's result (the nearest event, the state it reached,
-the per-variable diff) and returns "class: explanation" or None.
+the per-variable diff) and returns "class: explanation" or None.  A class starting with
+"finding " classifies a divergence (a known deviation of the implementation, e.g. the Kafka
+harness's findings) without making it not drivable: the edge stays diverged.
 """
 
 from __future__ import annotations
@@ -69,8 +71,38 @@ def _bag(v) -> dict:
     return dict(v.items()) if hasattr(v, "items") else {}
 
 
+def kafka_sends_at_once(g: StateGraph, edge: tuple, res: Applied, diag: dict) -> str | None:
+    """The harness's serve mode lets a replica finish its work at the command's instant: the
+    requests a step sends go out in the same answer, so a spec path that takes another step
+    before the Send cannot be followed (a limit of the harness's schedule, not a deviation of
+    Kafka from the KIP)."""
+    why = res.reason or ""
+    if res.matched or not why.startswith("Kafka went on with Send"):
+        return None
+    return ("harness-sends-at-once: kafka_harness serve sends a replica's requests within the "
+            "command that made them (kafka_harness/raft/README.md \"serve\"); the spec's Send* is "
+            f"a separate step, and this path takes {g.actions[edge[1]]} first")
+
+
+def kafka_vote_forgotten_on_leader(g: StateGraph, edge: tuple, res: Applied, diag: dict
+                                   ) -> str | None:
+    """A new leader whose projected votedId is Nil where the spec keeps its own vote: the
+    harness's finding F1 (Kafka deviates from KIP-595).  The edge stays diverged; the rule
+    only classifies it (a "finding" class)."""
+    if diag.get("differing_variables") != ["votedId"]:
+        return None
+    paths = diag["diff"]["votedId"]["paths"]
+    if not paths or any(p.get("observed") != "Nil" for p in paths):
+        return None
+    return ("finding F1 KafkaVoteForgottenOnLeader: Kafka 3.7 writes no VotedId once the "
+            "epoch's leader is known (ElectionState.withElectedLeader; kafka_harness/raft/"
+            "FINDINGS.md F1, docs/kafka-conformance.md): Kafka deviates from KIP-595 "
+            "\"Persistent State\"")
+
+
 RULES: dict[tuple[str, str], list[Rule]] = {
     ("kraft", "refimpl"): [kraft_discovery_destination],
+    ("kraft", "kafka"): [kafka_sends_at_once, kafka_vote_forgotten_on_leader],
 }
 
 

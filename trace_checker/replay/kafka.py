@@ -11,18 +11,22 @@ A spec step becomes one command by the difference between the state before and t
 spec expects (`spec_event`): the message a Receive* step consumes, the request a Send* step
 adds, the node whose epoch a Timeout bumps, the client value appended, ...
 
-Until the harness's serve mode is built and documented (kafka_harness/raft/README.md), `open`
-fails closed: DriverError naming what is missing (the CLI exits 2).
+When the harness is not built or its serve mode not documented (kafka_harness/raft/README.md),
+`open` fails closed: DriverError naming what is missing (the CLI exits 2).
 """
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+from dataclasses import dataclass
 from typing import Any
 
 from kraftcore.tlc.manifest import ConfigEntry
 from trace_checker.graph import StateGraph
-from trace_checker.replay.driver import DriverError
+from kraftcore.values import from_itf, to_itf
+from trace_checker.replay.driver import Applied, DriverError, SpecStep
 
 __all__ = ["KafkaDriver", "spec_event", "serve_documented"]
 
@@ -44,19 +48,195 @@ def serve_documented() -> str | None:
         return (f"the harness's scripted `serve` mode is not documented in "
                 f"{readme.relative_to(REPO_ROOT)} (kafka_harness/PROTOCOL.md: serve mode for "
                 "kraftcheck replay), so no Kafka driver can speak it yet")
-    return ("the Kafka driver does not speak this harness's serve mode yet "
-            "(trace_checker/replay/kafka.py)")
+    return None
+
+
+@dataclass(frozen=True)
+class _KSnap:
+    log: tuple          # the commands sent since init (JSON texts)
+    pending: tuple      # steps of the last answer not yet matched: (action, state, params)
+    state: Any          # the spec state the driver is in (a dict)
 
 
 class KafkaDriver:
+    """Kafka 3.7's raft client through `kafka-harness-raft.jar serve` (see the module doc).
+
+    A command may answer with several spec steps (a replica finishes its work at that instant:
+    a Timeout's Vote requests are sent in the same answer); they are matched one by one against
+    the following spec steps of the path (`pending`).  A spec step the answer already went past
+    with another step diverges: Kafka took that step at once, the spec let it wait."""
+
     impl = "kafka"
+    ADVANCE_MS, ADVANCE_TRIES = 100, 40
+
+    @classmethod
+    def check(cls) -> None:
+        """DriverError unless the harness can be driven (fail closed)."""
+        why = serve_documented()
+        if why is not None:
+            raise DriverError(f"--impl kafka cannot run: {why}")
 
     @classmethod
     def open(cls, entry: ConfigEntry, g: StateGraph, bug: str | None) -> "KafkaDriver":
         if bug is not None:
             raise DriverError("--bug plants a refimpl bug; the Kafka harness has its own plants")
-        why = serve_documented()
-        raise DriverError(f"--impl kafka cannot run: {why}")
+        cls.check()
+        from kafka_bridge.toolchain import HarnessError, find_harness
+        from refimpl.sim.bounds import parse_cfg
+
+        b = parse_cfg(entry.cfg_path)
+        voters = sorted(b.set("Voters") or ())
+        observers = sorted(b.set("Observers") or ())
+        if not voters:
+            raise DriverError(f"{entry.cfg}: no Voters: the Kafka driver needs a KRaft config")
+        try:
+            h = find_harness("raft")
+        except HarnessError as e:
+            raise DriverError(f"--impl kafka cannot run: {e}") from None
+        return cls(h.command("serve", "--voters", ",".join(voters),
+                             *(("--observers", ",".join(observers)) if observers else ())),
+                   voters, observers, g.codec.variables)
+
+    def __init__(self, command: list[str], voters: list[str], observers: list[str],
+                 variables: tuple[str, ...]):
+        self.command, self.voters, self.observers = command, voters, observers
+        self.variables = tuple(variables)
+        self.proc: subprocess.Popen | None = None
+        self.events_applied = 0
+        self._snap: _KSnap | None = None
+        self.log: list[str] = []
+        self.pending: list = []
+        self.state: dict = {}
+
+    # ---- the harness process ------------------------------------------------------
+    def _start(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        try:
+            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True, bufsize=1)
+        except OSError as e:
+            raise DriverError(f"--impl kafka: cannot start the harness: {e}") from None
+
+    def _send(self, cmd: dict) -> dict:
+        self._start()
+        assert self.proc is not None and self.proc.stdin and self.proc.stdout
+        try:
+            self.proc.stdin.write(json.dumps(cmd, sort_keys=True) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError) as e:
+            raise DriverError(f"the Kafka harness stopped: {e}") from None
+        if not line:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise DriverError(f"the Kafka harness stopped: {err.strip()[-500:]}")
+        self.events_applied += 1
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()  # type: ignore[union-attr]
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+    @staticmethod
+    def _decode(state: dict) -> dict:
+        return {k: from_itf(v) for k, v in state.items()}
+
+    # ---- Driver protocol ----------------------------------------------------------
+    def reset(self) -> dict:
+        ans = self._send({"cmd": "init", "voters": self.voters, "observers": self.observers,
+                          "seed": 0, "plant": None})
+        if not ans.get("ok"):
+            raise DriverError(f"the Kafka harness refused init: {ans.get('error')}")
+        steps = ans.get("steps") or []
+        self.log, self.state = [], self._decode(steps[0]["state"] if steps else ans["state"])
+        self.pending = [(x["action"], self._decode(x["state"]), x.get("params") or {})
+                        for x in steps[1:]]
+        self._snap = None
+        return self.state
+
+    def snapshot(self) -> _KSnap:
+        if self._snap is None:
+            self._snap = _KSnap(tuple(self.log), tuple(self.pending), self.state)
+        return self._snap
+
+    def restore(self, snap: _KSnap) -> None:
+        if snap is self._snap:
+            return
+        self.reset()
+        for text in snap.log:
+            ans = self._send(json.loads(text))
+            if not ans.get("ok"):
+                raise DriverError(f"the Kafka harness did not replay {text}: {ans.get('error')}")
+        self.log, self.pending, self.state = list(snap.log), list(snap.pending), snap.state
+        self._snap = snap
+
+    def apply(self, step: SpecStep) -> Applied:
+        self._snap = None
+        if self.pending:
+            action, st, params = self.pending.pop(0)
+            self.state = st
+            if action == step.action and st == step.expected:
+                return Applied(True, "the previous command's next step", st, action, params)
+            return Applied(False, "the previous command's next step", st, action, params,
+                           reason=f"Kafka went on with {action} within the previous command "
+                                  f"(a replica finishes its work at once); the spec expected "
+                                  f"{step.action}")
+        ev = spec_event(self.state, step.action, step.expected)
+        cmds = _commands(ev)
+        if cmds is None:
+            return Applied(False, drivable=False, reason=(
+                f"no harness command for {step.action} ({ev.get('kind')})"))
+        steps: list = []
+        ans: dict = {}
+        for cmd in cmds:
+            ans = self._send(cmd)
+            if not ans.get("ok"):
+                return Applied(False, json.dumps(cmd, sort_keys=True), self.state, None,
+                               reason=f"the harness refused {cmd['cmd']}: {ans.get('error')}")
+            self.log.append(json.dumps(cmd, sort_keys=True))
+            steps = ans.get("steps") or []
+            if steps:
+                break
+        if not steps:
+            return Applied(False, json.dumps(cmds[0], sort_keys=True), self.state, None,
+                           reason=f"{cmds[0]['cmd']} produced no step")
+        first = steps[0]
+        st = self._decode(first["state"])
+        self.pending = [(x["action"], self._decode(x["state"]), x.get("params") or {})
+                        for x in steps[1:]]
+        self.state = st
+        desc = json.dumps(cmds[0], sort_keys=True)
+        if first["action"] == step.action and st == step.expected:
+            return Applied(True, desc, st, first["action"], first.get("params") or {})
+        return Applied(False, desc, st, first["action"], first.get("params") or {},
+                       reason=f"{cmds[0]['cmd']} gave {first['action']} reaching another state")
+
+
+def _commands(ev: dict) -> list[dict] | None:
+    """The harness command(s) of a spec event (a Send: advance the sender's clock until it
+    sends)."""
+    k = ev.get("kind")
+    if k in ("deliver", "drop", "duplicate"):
+        return None if ev.get("msg") is None else [{"cmd": k, "msg": to_itf(ev["msg"])}]
+    if k == "timeout" and ev.get("node"):
+        return [{"cmd": "timeout", "node": ev["node"]}]
+    if k == "client" and ev.get("node"):
+        return [{"cmd": "client", "node": ev["node"], "value": ev["value"]}]
+    if k == "resign" and ev.get("node"):
+        return [{"cmd": "resign", "node": ev["node"]}]
+    if k == "restart" and ev.get("node"):
+        return [{"cmd": "lose-disk" if ev.get("lose_disk") else "restart", "node": ev["node"]}]
+    if k == "send" and ev.get("node"):
+        return [{"cmd": "advance", "node": ev["node"], "ms": KafkaDriver.ADVANCE_MS}
+                for _ in range(KafkaDriver.ADVANCE_TRIES)]
+    return None
 
 
 def _bag(v: Any) -> dict:

@@ -35,7 +35,10 @@ def _root_failures(run: ReplayRun) -> list[EdgeOutcome]:
     """Failed edges whose own step failed (not inherited from an earlier edge of the path),
     one per distinct (action, differing variables, event kind), in graph order."""
     seen: dict[tuple, EdgeOutcome] = {}
-    for o in run.outcomes:
+    g = run.graph
+    failing = [oc for e, (oc, _) in run.failures.items()
+               if (e[0], g.actions[e[1]], e[2]) not in _replayed(run)]
+    for o in failing + run.outcomes:
         if o.outcome == "replayed" or o.via is not None or o.diagnosis is None:
             continue
         d = o.diagnosis
@@ -43,6 +46,14 @@ def _root_failures(run: ReplayRun) -> list[EdgeOutcome]:
                (d.get("event") or "").split(" ")[0])
         seen.setdefault(key, o)
     return list(seen.values())
+
+
+def _replayed(run: ReplayRun) -> set:
+    r = getattr(run, "_replayed_set", None)
+    if r is None:
+        r = {(o.src, o.action, o.dst) for o in run.outcomes if o.outcome == "replayed"}
+        run._replayed_set = r       # type: ignore[attr-defined]
+    return r
 
 
 def report(run: ReplayRun, *, graph_name: str, impl: str, protocol: str, mode: str,

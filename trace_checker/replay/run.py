@@ -109,6 +109,21 @@ def visited_edges(g: StateGraph, corpus: Path) -> set[tuple[int, int, int]]:
     return out
 
 
+def _check_early(impl: str, bug: str | None) -> None:
+    """The argument errors found without the graph (fail fast, before a TLC build)."""
+    if impl not in IMPLS:
+        raise ReplayError(f"--impl {impl!r}: choose one of {', '.join(IMPLS)}")
+    if bug is not None:
+        from refimpl.bugs import get_bug
+        try:
+            get_bug(bug)
+        except KeyError as e:
+            raise ReplayError(str(e.args[0])) from None
+    if impl == "kafka":
+        from trace_checker.replay.kafka import KafkaDriver
+        KafkaDriver.check()
+
+
 def run_replay(graph: str, impl: str = "refimpl", edges: str = "all", *, seed: int = 0,
                corpus: Path | None = None, out: Path | None = None, bug: str | None = None,
                validate: bool = True, jobs: int = 1, stop_after: int | None = None,
@@ -118,6 +133,7 @@ def run_replay(graph: str, impl: str = "refimpl", edges: str = "all", *, seed: i
     except EdgesError as e:
         raise ReplayError(str(e)) from None
     entry = resolve_entry(graph)
+    _check_early(impl, bug)
     t0 = time.monotonic()
     gl = load_graph(entry, jobs=jobs)
     g = gl.graph

@@ -53,8 +53,11 @@ final class Cluster implements Network.SendListener {
 
     /** Kafka threw while handling an event (the run ends; the raw stream says why). */
     static final class KafkaFailure extends RuntimeException {
-        KafkaFailure(String why, Throwable cause) {
+        final Replica replica;
+
+        KafkaFailure(Replica replica, String why, Throwable cause) {
             super(why, cause);
+            this.replica = replica;
         }
     }
 
@@ -216,7 +219,13 @@ final class Cluster implements Network.SendListener {
         } catch (BoundExceeded e) {
             throw e;
         } catch (RuntimeException e) {
-            throw new KafkaFailure(r.name + " threw " + e.getClass().getSimpleName() + ": "
+            // Kafka's raft thread is dead and the broker stops (its fault handler exits the
+            // process): what the poll changed before the throw is written under the poll's
+            // action, the crash itself is a stutter
+            record(ctxAction, ctxParams, r, false);
+            crash(r);
+            ctxNode = null;
+            throw new KafkaFailure(r, r.name + " threw " + e.getClass().getSimpleName() + ": "
                 + e.getMessage(), e);
         }
         endOfPoll(r);
@@ -451,7 +460,8 @@ final class Cluster implements Network.SendListener {
         try {
             r.start(net, config, new Random(random.nextLong()));
         } catch (RuntimeException e) {
-            throw new KafkaFailure(r.name + " failed to restart: " + e, e);
+            r.crash();
+            throw new KafkaFailure(r, r.name + " failed to restart: " + e, e);
         }
         record(loseDisk ? "LoseDisk" : "Restart", nodeParams(r), r, true);
         settle(r);

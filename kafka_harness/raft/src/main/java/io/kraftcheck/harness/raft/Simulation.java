@@ -35,6 +35,7 @@ final class Simulation {
     private int clientRequests;
     private String endReason;
     private String detail;
+    private int kafkaErrors;      // polls in which Kafka threw (the replica then crashed)
     private long[] catchUpTarget;   // {leader id, epoch, hwm}
 
     Simulation(long seed, Faults faults, int maxSteps, List<String> voters, List<String> observers,
@@ -81,9 +82,23 @@ final class Simulation {
             }
             long timeCap = (long) maxSteps * 200L + 120_000L + (faultsUntil == null ? 0 : faultsUntil);
             while (endReason == null) {
+                boolean more;
+                try {
+                    more = c.steps < maxSteps && sched.step();
+                } catch (Cluster.KafkaFailure e) {
+                    kafkaErrors++;
+                    if (detail == null) {
+                        detail = "t=" + sched.now() + " " + e.getMessage();
+                    }
+                    Replica r = e.replica;     // crashed by the Cluster: restart it later
+                    down++;
+                    pendingRestarts++;
+                    sched.after(Faults.uniform(rnd, faults.downMin, faults.downMax), () -> restart(r));
+                    more = true;
+                }
                 if (c.steps >= maxSteps) {
                     endReason = "max_steps";
-                } else if (!sched.step() || sched.now() > timeCap
+                } else if (!more || sched.now() > timeCap
                         || sched.now() - c.lastStepMs > QUIESCENT_MS) {
                     endReason = "quiescent";
                 } else if (faultsUntil != null && sched.now() >= faultsUntil && recovered()) {
@@ -92,9 +107,6 @@ final class Simulation {
             }
         } catch (Cluster.BoundExceeded e) {
             endReason = "bound";
-            detail = e.getMessage();
-        } catch (Cluster.KafkaFailure e) {
-            endReason = "kafka_error";
             detail = e.getMessage();
         }
         TreeMap<String, Object> end = new TreeMap<>();
@@ -106,6 +118,7 @@ final class Simulation {
         if (detail != null) {
             end.put("detail", detail);
         }
+        end.put("kafka_errors", kafkaErrors);
         out.line(end);
     }
 
