@@ -164,6 +164,9 @@ SEEDS: dict[str, tuple[str, int, str | None]] = {
     "F2": ("lossy", 12, "kraft-graph-small"),
     "F3": ("lossy", 12, "kraft-graph-small"),
     "F5": ("lossy", 25, "kraft-graph-small"),
+    "F6": ("chaos", 5, None),
+    "F7": ("chaos", 10, None),
+    "F9": ("chaos", 4, None),
 }
 JUDGE_OF = {"kraft-graph-small": "kraft-graph-small-kafka-3.7", None: "kraft-ci-kafka-3.7"}
 

@@ -118,8 +118,12 @@ def test_cli_exit_codes(graph, tmp_path):
     assert rep["edges"] == 20 and rep["diverged"] == 0 and rep["ok"]
     assert (tmp_path / "o" / "edges.jsonl").read_text().count("\n") == 20
     kafka = run("--graph", GRAPH, "--impl", "kafka", "--edges", "sample 5", "--json")
-    if kafka.returncode != 0:
-        assert kafka.returncode == 2 and "kafka" in json.loads(kafka.stdout)["error"]
+    if kafka.returncode == 2:      # the harness is not built here: fail closed, named
+        assert "kafka" in json.loads(kafka.stdout)["error"]
+    else:                          # every edge replayed, or its failure classified
+        rep = json.loads(kafka.stdout)
+        assert rep["impl"] == "kafka" and rep["edges"] == 5
+        assert sum(rep["explained"].values()) == rep["diverged"] + rep["not_drivable"], rep
     for bad in (["--edges", "sample 0"], ["--impl", "nope"], ["--bug", "no-such-bug"]):
         r = run("--graph", GRAPH, *bad, "--json")
         assert r.returncode == 2, (bad, r.stdout, r.stderr)
@@ -147,3 +151,20 @@ def test_whole_graph_replays(graph):
     assert rep["replayed_fraction"] >= 0.99
     assert rep["diverged"] == 0, rep["divergences"][:3]
     assert not rep["actions_not_replayed"] and not rep["actions_not_targeted"]
+
+
+def test_unvisited_edges_of_a_corpus(graph, tmp_path):
+    """--edges unvisited: the graph's edges minus those a corpus's valid traces walked."""
+    from pathlib import Path
+
+    from refimpl.sim.runner import RunSpec, run_seeds
+    from trace_checker.replay.run import visited_edges
+
+    cfg = str(resolve_entry(GRAPH).cfg_path)
+    run_seeds(RunSpec("kraft", [0, 1], "chaos", 60, cfg), Path(tmp_path))
+    seen = visited_edges(graph, Path(tmp_path))
+    assert seen and all(d in {x for _, x in graph.succ[s]} for s, _, d in seen)
+    rest = select_edges(graph, "unvisited", visited=seen)
+    assert len(rest) == graph.edge_count - len(seen)
+    with pytest.raises(EdgesError):
+        select_edges(graph, "unvisited")

@@ -234,7 +234,11 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
         elif e not in run.failures:
             oc = _failed(g, e, depth[s] + 1, res, expected(d), model_values, explain)
             run.failures[e] = (oc, res)
-            if oc.outcome == "diverged":
+            if oc.outcome == "diverged" and stop_after is not None:
+                # a planted bug's detection counts only divergences the cycles do not cure
+                had = len(snaps.get(d, ()))
+                if retry(e):
+                    return True, res, len(snaps.get(d, ())) > had
                 counts["diverged"] += 1
         return res.matched, res, fresh
 

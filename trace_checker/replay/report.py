@@ -17,6 +17,7 @@ action label, the explained reasons, the first divergences with their diagnosis,
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from kraftcore.output import write_atomic
@@ -60,6 +61,8 @@ def report(run: ReplayRun, *, graph_name: str, impl: str, protocol: str, mode: s
            seed: int, sample: int | None, bug: str | None) -> dict:
     s = summarize(run)
     roots = _root_failures(run)
+    behind = Counter(o.via or (o.src, o.action, o.dst) for o in run.outcomes
+                     if o.outcome != "replayed")
     n = s["edges"]
     return {
         "schema": SCHEMA, "graph": graph_name, "impl": impl, "protocol": protocol,
@@ -67,7 +70,7 @@ def report(run: ReplayRun, *, graph_name: str, impl: str, protocol: str, mode: s
         "graph_states": len(run.graph), "graph_edges": run.graph.edge_count,
         **s,
         "distinct_failures": len(roots),
-        "divergences": [_brief(o) for o in roots[:DIVERGENCES_SHOWN]],
+        "divergences": [_brief(o, behind) for o in roots[:DIVERGENCES_SHOWN]],
         "seconds": round(run.seconds, 3),
         "cpu_seconds": round(run.cpu_seconds, 3),
         "edges_per_second": round(n / run.seconds, 1) if run.seconds > 0 else None,
@@ -77,11 +80,13 @@ def report(run: ReplayRun, *, graph_name: str, impl: str, protocol: str, mode: s
     }
 
 
-def _brief(o: EdgeOutcome) -> dict:
+def _brief(o: EdgeOutcome, behind: Counter) -> dict:
+    """A failing edge; `target_edges_behind`: the target edges whose outcome is this edge's
+    failure (itself, if a target, and those whose path fails here)."""
     d = o.diagnosis or {}
     return {"outcome": o.outcome, "action": o.action, "step": o.step, "reason": o.reason,
             "explained": o.explained, "src": o.src, "dst": o.dst,
-            "edges_with_this_failure": None, "diagnosis": d}
+            "target_edges_behind": behind.get((o.src, o.action, o.dst), 0), "diagnosis": d}
 
 
 def divergence_traces(run: ReplayRun, adapter, *, graph_name: str, bug: str | None,
