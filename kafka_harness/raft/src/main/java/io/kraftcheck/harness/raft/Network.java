@@ -1,11 +1,9 @@
 package io.kraftcheck.harness.raft;
 
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.raft.NetworkChannel;
@@ -117,17 +115,6 @@ final class Network {
         return false;
     }
 
-    /** The spec's bag: canonical record JSON -> number of copies (sorted). */
-    TreeMap<String, Integer> bag() {
-        TreeMap<String, Integer> out = new TreeMap<>();
-        for (Msg m : inFlight.values()) {
-            if (m.visible) {
-                out.merge(m.specJson, 1, Integer::sum);
-            }
-        }
-        return out;
-    }
-
     List<Msg> all() {
         return new ArrayList<>(inFlight.values());
     }
@@ -140,13 +127,5 @@ final class Network {
             }
         }
         return null;
-    }
-
-    void clear() {
-        Iterator<Long> it = inFlight.keySet().iterator();
-        while (it.hasNext()) {
-            it.next();
-            it.remove();
-        }
     }
 }

@@ -25,11 +25,11 @@ import org.apache.kafka.common.message.VoteRequestData;
 import org.apache.kafka.common.message.VoteResponseData;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.record.BaseRecords;
 import org.apache.kafka.common.record.ControlRecordType;
 import org.apache.kafka.common.record.MemoryRecords;
 import org.apache.kafka.common.record.Record;
 import org.apache.kafka.common.record.RecordBatch;
-import org.apache.kafka.common.record.Records;
 import org.apache.kafka.raft.ElectionState;
 import org.apache.kafka.raft.KraftAccess;
 import org.apache.kafka.raft.QuorumState;
@@ -342,7 +342,7 @@ final class Projection {
         return m;
     }
 
-    private static List<Map<String, Object>> records(org.apache.kafka.common.record.BaseRecords records) {
+    private static List<Map<String, Object>> records(BaseRecords records) {
         List<Map<String, Object>> out = new ArrayList<>();
         if (!(records instanceof MemoryRecords)) {
             return out;
