@@ -64,7 +64,8 @@ def coverage(
         console.print(markdown_tables(reports), markup=False, highlight=False, soft_wrap=True)
     else:
         for r in reports:
-            console.print(f"{r.config}: {r.states:,} states, {r.edges:,} edges, depth {r.depth}",
+            console.print(f"{r.config}: {r.states:,} states, {r.edges:,} edges, every state within "
+                          f"{r.depth} steps (TLC's depth {r.depth + 1})",
                           markup=False, highlight=False)
             console.print("  actions never taken: " + (", ".join(r.actions_missing) or "none"),
                           markup=False, highlight=False)
