@@ -71,6 +71,22 @@ def _bag(v) -> dict:
     return dict(v.items()) if hasattr(v, "items") else {}
 
 
+def spec_choice_not_taken(g: StateGraph, edge: tuple, res: Applied, diag: dict) -> str | None:
+    """The implementation took the step's action to ANOTHER successor the spec allows from the
+    same state (the spec leaves a choice open -- which caught-up observer to promote, which
+    voter to ask -- and the implementation decides it deterministically): its step is a spec
+    step (the trace checker judges it valid), the spec's other choice is not one it makes."""
+    s, a, d = edge
+    if res.matched or res.state is None or res.label != g.actions[a]:
+        return None
+    for b, t in g.succ[s]:
+        if b == a and t != d and g.state(t) == res.state:
+            return (f"spec-choice-not-taken: the implementation's {g.actions[a]} from this state "
+                    f"reaches another successor the spec allows by {g.actions[a]} (state "
+                    f"{t}); the spec's choice of state {d} is one it does not make here")
+    return None
+
+
 def kafka_sends_at_once(g: StateGraph, edge: tuple, res: Applied, diag: dict) -> str | None:
     """The harness's serve mode lets a replica finish its work at the command's instant: the
     requests a step sends go out in the same answer, so a spec path that takes another step
@@ -101,7 +117,8 @@ def kafka_vote_forgotten_on_leader(g: StateGraph, edge: tuple, res: Applied, dia
 
 
 RULES: dict[tuple[str, str], list[Rule]] = {
-    ("kraft", "refimpl"): [kraft_discovery_destination],
+    ("kraft", "refimpl"): [kraft_discovery_destination, spec_choice_not_taken],
+    ("reassign", "refimpl"): [spec_choice_not_taken],
     ("kraft", "kafka"): [kafka_sends_at_once, kafka_vote_forgotten_on_leader],
 }
 
