@@ -20,6 +20,7 @@ from pathlib import Path
 import typer
 
 from kraftcore.output import console, err_console, print_json, safe
+from kraftcheck.commands import fail as _fail
 
 __all__ = ["register"]
 
@@ -126,12 +127,6 @@ def report_lines(rep: dict) -> list[str]:
     return lines
 
 
-def _fail(msg: str, as_json: bool) -> None:
-    if as_json:
-        print_json({"error": msg})
-    else:
-        err_console.print(f"[red]error:[/] {safe(msg)}")
-    raise typer.Exit(2)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from kraftcheck.choices import choice_option
 from kraftcore.output import console, err_console, print_json, safe
+from kraftcheck.commands import fail as _fail
 from kraftcore.tlc.java import ToolchainError, toolchain
 from kraftcore.tlc.manifest import PROFILES, ConfigEntry, ManifestError, find_entry, load_manifest
 from kraftcheck.tlc.report import print_result, suite_table
@@ -91,12 +92,6 @@ def run_entries(entries: list[ConfigEntry], *, workers: int | None = None,
 STATES_PER_SECOND = 7000
 
 
-def _fail(message: str, as_json: bool, code: int = 2) -> None:
-    if as_json:
-        print_json({"error": message})
-    else:
-        err_console.print(f"[red]error:[/] {message}")
-    raise typer.Exit(code)
 
 
 @tlc_app.command("list")

@@ -15,6 +15,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kraftcore.output import console, err_console, print_json, safe
+from kraftcheck.commands import fail as _fail
 from kraftcore.tlc.cfg import CfgError
 from kraftcore.tlc.java import ToolchainError
 from kraftcore.tlc.manifest import ManifestError
@@ -104,12 +105,6 @@ def validate(
     raise typer.Exit(0 if summary["ok"] else 1)
 
 
-def _fail(msg: str, as_json: bool) -> None:
-    if as_json:
-        print_json({"error": msg})
-    else:
-        err_console.print(f"[red]error:[/] {safe(msg)}")
-    raise typer.Exit(2)
 
 
 def check_out_folder(out: Path) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from kraftcore.tlc.manifest import ConfigEntry
 from trace_checker.graph import StateGraph
-from kraftcore.values import from_itf, to_itf
+from kraftcore.values import from_itf, make_fn, to_itf
 from trace_checker.replay.driver import Applied, DriverError, SpecStep
 
 __all__ = ["KafkaDriver", "spec_event", "serve_documented"]
@@ -56,6 +56,8 @@ class _KSnap:
     log: tuple          # the commands sent since init (JSON texts)
     pending: tuple      # steps of the last answer not yet matched: (action, state, params)
     state: Any          # the spec state the driver is in (a dict)
+    held: tuple = ()    # the outbox: requests Kafka sent that the spec has not sent yet
+    kstate: Any = None  # Kafka's projected state, the held requests included
 
 
 class KafkaDriver:
@@ -64,7 +66,14 @@ class KafkaDriver:
     A command may answer with several spec steps (a replica finishes its work at that instant:
     a Timeout's Vote requests are sent in the same answer); they are matched one by one against
     the following spec steps of the path (`pending`).  A spec step the answer already went past
-    with another step diverges: Kafka took that step at once, the spec let it wait."""
+    with another step diverges: Kafka took that step at once, the spec let it wait.
+
+    The outbox (`held`), as the refimpl driver's: the requests an answer sends after its first
+    step (a Timeout's VoteRequests, a new leader's BeginQuorumEpochs) are in Kafka's network but
+    held out of the projected `msgs` until the spec's Send* of an equal message releases them
+    (no harness command).  Nothing is delivered, dropped or duplicated while held (the spec
+    cannot name it), so holding only moves the Send* later, as network latency would; a held
+    request the spec never sends is one the network lost."""
 
     impl = "kafka"
     ADVANCE_MS, ADVANCE_TRIES = 100, 40
@@ -106,7 +115,9 @@ class KafkaDriver:
         self._snap: _KSnap | None = None
         self.log: list[str] = []
         self.pending: list = []
+        self.held: list = []
         self.state: dict = {}
+        self.kstate: dict = {}
 
     # ---- the harness process ------------------------------------------------------
     def _start(self) -> None:
@@ -158,12 +169,14 @@ class KafkaDriver:
         self.log, self.state = [], self._decode(steps[0]["state"] if steps else ans["state"])
         self.pending = [(x["action"], self._decode(x["state"]), x.get("params") or {})
                         for x in steps[1:]]
+        self.held, self.kstate = [], self.state
         self._snap = None
         return self.state
 
     def snapshot(self) -> _KSnap:
         if self._snap is None:
-            self._snap = _KSnap(tuple(self.log), tuple(self.pending), self.state)
+            self._snap = _KSnap(tuple(self.log), tuple(self.pending), self.state,
+                                tuple(self.held), self.kstate)
         return self._snap
 
     def restore(self, snap: _KSnap) -> None:
@@ -175,13 +188,15 @@ class KafkaDriver:
             if not ans.get("ok"):
                 raise DriverError(f"the Kafka harness did not replay {text}: {ans.get('error')}")
         self.log, self.pending, self.state = list(snap.log), list(snap.pending), snap.state
+        self.held, self.kstate = list(snap.held), snap.kstate
         self._snap = snap
 
     def apply(self, step: SpecStep) -> Applied:
         self._snap = None
         if self.pending:
-            action, st, params = self.pending.pop(0)
-            self.state = st
+            action, kst, params = self.pending.pop(0)
+            self.kstate = kst
+            st = self.state = _unheld(kst, self.held)
             if action == step.action and st == step.expected:
                 return Applied(True, "the previous command's next step", st, action, params)
             return Applied(False, "the previous command's next step", st, action, params,
@@ -189,6 +204,14 @@ class KafkaDriver:
                                   f"(a replica finishes its work at once); the spec expected "
                                   f"{step.action}")
         ev = spec_event(self.state, step.action, step.expected)
+        if ev.get("kind") == "send" and ev.get("msg") in self.held:
+            self.held.remove(ev["msg"])
+            st = self.state = _unheld(self.kstate, self.held)
+            ok = st == step.expected
+            return Applied(ok, "release the held request", st, step.action,
+                           {"msg": ev["msg"], "node": ev["node"]},
+                           reason=None if ok else "releasing the held request reaches another "
+                                                  "state")
         cmds = _commands(ev)
         if cmds is None:
             return Applied(False, drivable=False, reason=(
@@ -208,15 +231,33 @@ class KafkaDriver:
             return Applied(False, json.dumps(cmds[0], sort_keys=True), self.state, None,
                            reason=f"{cmds[0]['cmd']} produced no step")
         first = steps[0]
-        st = self._decode(first["state"])
-        self.pending = [(x["action"], self._decode(x["state"]), x.get("params") or {})
-                        for x in steps[1:]]
-        self.state = st
+        rest = [(x["action"], self._decode(x["state"]), x.get("params") or {})
+                for x in steps[1:]]
+        if rest and all(a.startswith("Send") and p.get("msg") is not None for a, _, p in rest):
+            # the requests the step made go to the outbox (class doc)
+            self.held += [from_itf(p["msg"]) for _, _, p in rest]
+            self.kstate, self.pending = rest[-1][1], []
+        else:
+            self.kstate, self.pending = self._decode(first["state"]), rest
+        st = self.state = _unheld(self.kstate, self.held)
         desc = json.dumps(cmds[0], sort_keys=True)
         if first["action"] == step.action and st == step.expected:
             return Applied(True, desc, st, first["action"], first.get("params") or {})
         return Applied(False, desc, st, first["action"], first.get("params") or {},
                        reason=f"{cmds[0]['cmd']} gave {first['action']} reaching another state")
+
+
+def _unheld(state: dict, held: list) -> dict:
+    """`state` with the held requests taken out of its `msgs` bag (zero counts removed)."""
+    if not held:
+        return state
+    bag = dict(_bag(state.get("msgs")))
+    for m in held:
+        if bag.get(m, 0) > 0:
+            bag[m] -= 1
+            if bag[m] == 0:
+                del bag[m]
+    return {**state, "msgs": make_fn(bag)}
 
 
 def _commands(ev: dict) -> list[dict] | None:

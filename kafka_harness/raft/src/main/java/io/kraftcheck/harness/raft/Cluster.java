@@ -180,7 +180,7 @@ final class Cluster implements Network.SendListener {
 
     void init() {
         for (Replica r : replicas) {
-            r.start(net, config, new Random(random.nextLong()));
+            r.start(net, config, new Random(random.nextLong()), this::beforeInbound);
         }
         record("Init", new TreeMap<>(), null, true);
     }
@@ -240,6 +240,19 @@ final class Cluster implements Network.SendListener {
             r, false);
     }
 
+    /**
+     * The poll in progress has done its timer work (pollCurrentState) and is about to handle the
+     * delivered message: a state change so far is the timer's (e.g. a candidate's back-off or
+     * election timer ending in transitionToCandidate, a leader's check-quorum resignation), its own
+     * spec step, written before the message's Receive step.
+     */
+    private void beforeInbound(Replica r) {
+        if (ctxNode != r || ctxRequest == null || isPendingLeader(r)) {
+            return;
+        }
+        record(resignedNow(r) ? resignAction(r) : "Timeout", nodeParams(r), r, false);
+    }
+
     /** Did this poll turn the leader into a Resigned replica (pollLeader.transitionToResigned)? */
     private boolean resignedNow(Replica r) {
         Projection.View old = lastViews.get(r.name);
@@ -256,9 +269,11 @@ final class Cluster implements Network.SendListener {
     public void onSend(Replica from, RaftRequest.Outbound request) {
         Replica dest = byId.get(request.destinationId());
         if (!isPendingLeader(from) && ctxNode == from) {
-            // the poll's state change comes first
-            record(resignedNow(from) ? resignAction(from) : ctxAction,
-                resignedNow(from) ? nodeParams(from) : ctxParams, from, false);
+            // the poll's state change comes first; before the poll took its inbound message
+            // (still queued) it is the timer work's, a Timeout (see beforeInbound)
+            boolean timerWork = ctxRequest != null && !from.queue.isEmpty();
+            record(resignedNow(from) ? resignAction(from) : timerWork ? "Timeout" : ctxAction,
+                resignedNow(from) || timerWork ? nodeParams(from) : ctxParams, from, false);
         }
         sendsThisPoll++;
         Map<String, Object> spec = proj.message(from.name, dest.name, request.data(), null);
@@ -458,7 +473,7 @@ final class Cluster implements Network.SendListener {
         }
         advanceClock(r);
         try {
-            r.start(net, config, new Random(random.nextLong()));
+            r.start(net, config, new Random(random.nextLong()), this::beforeInbound);
         } catch (RuntimeException e) {
             r.crash();
             throw new KafkaFailure(r, r.name + " failed to restart: " + e, e);

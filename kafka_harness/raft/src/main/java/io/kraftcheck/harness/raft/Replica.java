@@ -7,7 +7,6 @@ import org.apache.kafka.common.utils.LogContext;
 import org.apache.kafka.raft.KafkaRaftClient;
 import org.apache.kafka.raft.KraftAccess;
 import org.apache.kafka.raft.MockExpirationService;
-import org.apache.kafka.raft.MockMessageQueue;
 import org.apache.kafka.raft.RaftConfig;
 import org.apache.kafka.raft.internals.BatchMemoryPool;
 
@@ -34,7 +33,7 @@ final class Replica {
     final NodeClock clock;
     HarnessLog log;
     QuorumStore store;
-    MockMessageQueue queue;
+    InboundQueue queue;
     KafkaRaftClient<String> client;
     Metrics metrics;
     boolean up;
@@ -54,9 +53,10 @@ final class Replica {
         this.store = new QuorumStore("forgetful-store".equals(plant));
     }
 
-    /** Start (or restart) the Kafka client over the kept log and store. */
-    void start(Network net, RaftConfig config, Random random) {
-        queue = new MockMessageQueue();
+    /** Start (or restart) the Kafka client over the kept log and store; {@code taken} hears
+     *  each inbound message the client takes from its queue (after the poll's timer work). */
+    void start(Network net, RaftConfig config, Random random, InboundQueue.TakeListener taken) {
+        queue = new InboundQueue(this, taken);
         metrics = new Metrics(clock);
         client = KraftAccess.newClient(new StringSerde(), net.channel(this), queue, log, store,
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES), clock, metrics,
