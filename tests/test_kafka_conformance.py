@@ -67,7 +67,7 @@ def test_each_model_checking_config_switches_on_its_own_deviation_only():
     for name, wanted in ONE_SWITCH.items():
         assert _on(CONFIG_DIR / f"{name}.cfg") == wanted, name
     for kind in ("progress", "resign", "crash", "observer"):
-        assert _on(CONFIG_DIR / f"kraft-ci-kafka-liveness-backoff-{kind}.cfg") == set(SWITCHES)
+        assert _on(CONFIG_DIR / f"kraft-deep-kafka-liveness-backoff-{kind}.cfg") == set(SWITCHES)
 
 
 def test_the_judges_switch_on_every_finding():

@@ -119,7 +119,8 @@ def kafka_vote_forgotten_on_leader(g: StateGraph, edge: tuple, res: Applied, dia
 RULES: dict[tuple[str, str], list[Rule]] = {
     ("kraft", "refimpl"): [kraft_discovery_destination, spec_choice_not_taken],
     ("reassign", "refimpl"): [spec_choice_not_taken],
-    ("kraft", "kafka"): [kafka_sends_at_once, kafka_vote_forgotten_on_leader],
+    ("kraft", "kafka"): [kafka_sends_at_once, kafka_vote_forgotten_on_leader,
+                         spec_choice_not_taken],
 }
 
 

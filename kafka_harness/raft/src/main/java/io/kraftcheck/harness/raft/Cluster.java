@@ -222,6 +222,7 @@ final class Cluster implements Network.SendListener {
             // Kafka's raft thread is dead and the broker stops (its fault handler exits the
             // process): what the poll changed before the throw is written under the poll's
             // action, the crash itself is a stutter
+            takeFromNetwork(ctxRequest);
             record(ctxAction, ctxParams, r, false);
             crash(r);
             ctxNode = null;
@@ -247,10 +248,20 @@ final class Cluster implements Network.SendListener {
      * spec step, written before the message's Receive step.
      */
     private void beforeInbound(Replica r) {
-        if (ctxNode != r || ctxRequest == null || isPendingLeader(r)) {
+        if (ctxNode != r || ctxRequest == null) {
             return;
         }
-        record(resignedNow(r) ? resignAction(r) : "Timeout", nodeParams(r), r, false);
+        if (!isPendingLeader(r)) {
+            record(resignedNow(r) ? resignAction(r) : "Timeout", nodeParams(r), r, false);
+        }
+        takeFromNetwork(ctxRequest);
+    }
+
+    /** The delivered message leaves the spec's msgs when Kafka takes it (its Receive step). */
+    private void takeFromNetwork(Network.Msg m) {
+        if (m != null && net.contains(m)) {
+            net.remove(m);
+        }
     }
 
     /** Did this poll turn the leader into a Resigned replica (pollLeader.transitionToResigned)? */
@@ -375,7 +386,7 @@ final class Cluster implements Network.SendListener {
             drop(m);    // Kafka ignores a response it no longer expects: the network lost it
             return;
         }
-        net.remove(m);
+        // m leaves the network when the poll takes it (beforeInbound), after the poll's timer work
         if (m.request) {
             RaftRequest.Inbound in = new RaftRequest.Inbound(m.correlationId, dup(m.data),
                 target.clock.milliseconds());
@@ -386,6 +397,7 @@ final class Cluster implements Network.SendListener {
         }
         String action = "Receive" + m.spec.get("type");
         poll(target, action, msgParams(m, target), m);
+        takeFromNetwork(m);
         for (int i = 0; i < 3 && isPendingLeader(target); i++) {
             poll(target, action, msgParams(m, target), m);
         }
