@@ -24,7 +24,9 @@ import org.apache.kafka.raft.RaftResponse;
  * every send (NetworkChannel.send) and the end of the poll, and writes one line per spec step:
  * <ul>
  * <li>a state change before a send, or at the end of the poll, is the step of the poll's context
- *     (Timeout for a timer poll, Receive* for the delivered message, ClientRequest);</li>
+ *     (Timeout for a timer poll, Receive* for the delivered message, ClientRequest); in a
+ *     delivery poll, a change before Kafka takes the message (its timer work) is a Timeout of its
+ *     own, written first (beforeInbound);</li>
  * <li>each send is a Send* step (DuplicateMessage if the same spec message is already in
  *     flight: the spec's Send never adds a second copy);</li>
  * <li>composite step: a winning VoteResponse and the next poll's append of the LeaderChange
