@@ -500,6 +500,7 @@ def baseline(corpus: Path, out: Path) -> dict:
     done: set[str] = set()
     trace_rows: list[dict] = []
     metrics: list[dict] = []
+    impl_of: dict[str, str] = {}      # trace_id -> implementation (refimpl, kafka)
     elections: list[tuple] = []
     commits: list[tuple] = []
     actions: dict[tuple, list] = defaultdict(lambda: [0, 0])       # steps, traces
@@ -603,7 +604,8 @@ def baseline(corpus: Path, out: Path) -> dict:
             "bad_rows": tr.bad, "unknown_actions": tr.unknown, "problems": problems,
             "complete": not problems})
         verdict = "unchecked" if not problems else "malformed"
-        c = conf.setdefault((p_out, f_out, bug_out), {
+        impl_out = (h.get("impl") or {}).get("name") or "refimpl"
+        c = conf.setdefault((p_out, impl_out, f_out, bug_out), {
             "traces": 0, "traces_unchecked": 0, "traces_malformed": 0, "steps_unchecked": 0,
             "steps_malformed": 0})
         c["traces"] += 1
@@ -612,6 +614,9 @@ def baseline(corpus: Path, out: Path) -> dict:
         if obs_rows:
             obs_rows.sort(key=lambda r: r[0])
             m, el, cl = _trace_metrics((tr.tid, p_out, f_out, bug_out, bcfg), obs_rows)
+            # the implementation, as ingest reads it: the header's impl.name, else the refimpl
+            m["impl"] = impl_out
+            impl_of[tr.tid] = m["impl"]
             metrics.append(m)
             elections.extend(el)
             commits.extend(cl)
@@ -670,8 +675,8 @@ def baseline(corpus: Path, out: Path) -> dict:
                      "failing_step": None, "claimed_action": None,
                      "detail": "; ".join(r["problems"])} for r in trace_rows]
     conformance = []
-    for (p, fp_, b), c in sorted(conf.items()):
-        conformance.append({"protocol": p, "fault_profile": fp_, "bug": b,
+    for (p, impl, fp_, b), c in sorted(conf.items()):
+        conformance.append({"protocol": p, "impl": impl, "fault_profile": fp_, "bug": b,
                             "traces": c["traces"], "traces_valid": 0, "traces_invalid": 0,
                             "traces_out_of_scope": 0, "traces_malformed": c["traces_malformed"],
                             "traces_unchecked": c["traces_unchecked"], "steps_valid": 0,
@@ -686,22 +691,24 @@ def baseline(corpus: Path, out: Path) -> dict:
     cl_rows = [dict(zip(("trace_id", "protocol", "fault_profile", "bug", "bounds_config",
                          "offset",
                          "appended_ms", "committed_ms", "latency_ms"), c)) for c in commits]
+    for r in el_rows + cl_rows:
+        r["impl"] = impl_of.get(r["trace_id"], "refimpl")
     by: dict[tuple, dict] = defaultdict(lambda: {"m": [], "el": [], "cl": []})
     for m in metrics:
-        by[(m["protocol"], m["fault_profile"])]["m"].append(m)
+        by[(m["protocol"], m["impl"], m["fault_profile"])]["m"].append(m)
     for e in el_rows:
-        by[(e["protocol"], e["fault_profile"])]["el"].append(e["latency_ms"])
+        by[(e["protocol"], e["impl"], e["fault_profile"])]["el"].append(e["latency_ms"])
     for c in cl_rows:
-        by[(c["protocol"], c["fault_profile"])]["cl"].append(c["latency_ms"])
+        by[(c["protocol"], c["impl"], c["fault_profile"])]["cl"].append(c["latency_ms"])
     mbp = []
-    for (p, fp_), d in sorted(by.items()):
+    for (p, impl, fp_), d in sorted(by.items()):
         ms = d["m"]
         if not ms:
             continue
         el, cl = sorted(d["el"]), sorted(d["cl"])
         lag_max = [m["hwm_lag_max"] for m in ms if m["hwm_lag_max"] is not None]
         mbp.append({
-            "protocol": p, "fault_profile": fp_, "traces": len(ms),
+            "protocol": p, "impl": impl, "fault_profile": fp_, "traces": len(ms),
             "elections_per_trace": _avg(m["elections"] for m in ms),
             "leaderless_share_avg": _avg(m["leaderless_share"] for m in ms),
             "leaderless_ms": sum(m["leaderless_ms"] for m in ms),
@@ -768,10 +775,11 @@ def _histogram(rows: list[dict]) -> list[dict]:
     origin, width = hist_grid(min(lats), max(lats))
     counts: dict[tuple, int] = defaultdict(int)
     for r in rows:
-        counts[(r["protocol"], r["fault_profile"], (r["latency_ms"] - origin) // width)] += 1
-    return [{"protocol": p, "fault_profile": f, "bin": b, "lo": b * width + origin,
+        counts[(r["protocol"], r["impl"], r["fault_profile"],
+                (r["latency_ms"] - origin) // width)] += 1
+    return [{"protocol": p, "impl": i, "fault_profile": f, "bin": b, "lo": b * width + origin,
              "hi": (b + 1) * width + origin, "count": n}
-            for (p, f, b), n in sorted(counts.items())]
+            for (p, i, f, b), n in sorted(counts.items())]
 
 
 # --------------------------------------------------------------------------- comparing

@@ -258,7 +258,7 @@ def test_one_bad_trace_never_stops_the_others_and_the_user_wins(tmp_path, tlc_to
 # --------------------------------------------------------------------------- item 7: concurrency
 
 def test_two_simulate_runs_into_one_folder_refuse_or_both_appear(tmp_path):
-    from refimpl.sim.runner import LOCK_NAME, FolderBusy, RunSpec, _folder_lock, run_seeds
+    from refimpl.sim.runner import LOCK_NAME, FolderBusy, RunSpec, folder_lock as _folder_lock, run_seeds
     out = tmp_path / "corpus"
     run_seeds(RunSpec("kraft", [0, 1], "none", 5), out)
     run_seeds(RunSpec("kraft", [0], "chaos", 5), out)          # one after the other
