@@ -436,14 +436,21 @@ final class Cluster implements Network.SendListener {
         return c;
     }
 
-    /** A client record appended by the leader (scheduleAppend, drained by the next poll). */
-    boolean clientRequest(Replica r, String value) {
+    /** The quorum state of a running replica that is an established leader (its LeaderChange
+     *  record appended), after settling its pending work; null otherwise. */
+    private QuorumState settledLeader(Replica r) {
         if (!r.up) {
-            return false;
+            return null;
         }
         settle(r);
         QuorumState q = KraftAccess.quorum(r.client);
-        if (!q.isLeader() || isPendingLeader(r)) {
+        return q.isLeader() && !isPendingLeader(r) ? q : null;
+    }
+
+    /** A client record appended by the leader (scheduleAppend, drained by the next poll). */
+    boolean clientRequest(Replica r, String value) {
+        QuorumState q = settledLeader(r);
+        if (q == null) {
             return false;
         }
         r.client.scheduleAppend(q.epoch(), Collections.singletonList(value));
@@ -458,12 +465,8 @@ final class Cluster implements Network.SendListener {
     /** Graceful resignation (RaftClient.resign): the next poll resigns, the one after sends
      *  EndQuorumEpoch; written as the spec's Resign. */
     boolean resign(Replica r) {
-        if (!r.up) {
-            return false;
-        }
-        settle(r);
-        QuorumState q = KraftAccess.quorum(r.client);
-        if (!q.isLeader() || isPendingLeader(r)) {
+        QuorumState q = settledLeader(r);
+        if (q == null) {
             return false;
         }
         gracefulResign.add(r.name);
