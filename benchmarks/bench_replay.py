@@ -57,6 +57,8 @@ def bench_replay(graph: str, impl: str, edges: str) -> dict:
             "not_drivable": rep["not_drivable"], "replayed_fraction": rep["replayed_fraction"],
             "explained": rep["explained"], "actions_not_replayed": rep["actions_not_replayed"],
             "replay_seconds": rep["seconds"], "cpu_seconds": rep["cpu_seconds"],
+            "impl_process_cpu_seconds": rep.get("impl_process_cpu_seconds"),
+            "events_applied": rep["events_applied"],
             "edges_per_second": rep["edges_per_second"],
             "edges_per_cpu_second": rep["edges_per_cpu_second"],
             "graph_load_seconds": round(res.graph_seconds, 1), "graph_cached": res.graph_cached,

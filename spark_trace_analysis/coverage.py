@@ -99,16 +99,26 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
         n_unknown = counts.get("graph_unknown", 0)
         steps = steps.join(per_trace.filter(F.col("in_coverage")).select("trace_id"),
                            "trace_id", "left_semi")
+    # ONE pass of the window over the steps: the distinct moves (implementation, previous
+    # state, action, state; the first step's previous state is null), cached; the visited
+    # states and edges, overall and per implementation, and every count below come from them
+    # (a row per distinct transition, not per step) instead of a window pass each.
     w = Window.partitionBy("trace_id").orderBy("step")
-    s = steps.select("action", "fp", F.lag("fp").over(w).alias("prev_fp"))
-    trace_states = s.select("fp").distinct()
+    if traces is not None:
+        # left: a step whose trace has no `traces` row still counts overall (impl null)
+        s = steps.join(F.broadcast(traces.select("trace_id", "impl")), "trace_id", "left")
+    else:
+        s = steps.withColumn("impl", F.lit(None).cast("string"))
+    moves = (s.select("impl", "action", "fp", F.lag("fp").over(w).alias("prev_fp"))
+             .distinct().cache())
+    trace_states = moves.select("fp").distinct().cache()
     g_states = states.select("fp", "initial", "label")
     visited_states = trace_states.join(g_states.select("fp"), "fp")
-    trace_edges = (s.filter(F.col("prev_fp").isNotNull())
+    trace_edges = (moves.filter(F.col("prev_fp").isNotNull())
                    .select(F.col("prev_fp").alias("src_fp"), "action",
                            F.col("fp").alias("dst_fp")).distinct())
-    g_edges = edges.select("src_fp", "action", "dst_fp").distinct()
-    visited_edges = trace_edges.join(g_edges, ["src_fp", "action", "dst_fp"])
+    g_edges = edges.select("src_fp", "action", "dst_fp").distinct().cache()
+    visited_edges = trace_edges.join(g_edges, ["src_fp", "action", "dst_fp"]).cache()
 
     per_action = (g_edges.groupBy("action").agg(F.count(F.lit(1)).alias("edges"))
                   .join(visited_edges.groupBy("action")
@@ -128,9 +138,10 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
     n_vs = visited_states.count()
     n_ve = visited_edges.count()
     n_ts = trace_states.count()
-    graph_actions = per_action.filter(F.col("in_graph"))
-    n_actions = graph_actions.count()
-    n_actions_visited = graph_actions.filter(F.col("edges_visited") > 0).count()
+    # one row per action: counted in the driver from one collect
+    acts = per_action.select("in_graph", "edges_visited").collect()
+    n_actions = sum(1 for r in acts if r.in_graph)
+    n_actions_visited = sum(1 for r in acts if r.in_graph and r.edges_visited > 0)
     spark = steps.sparkSession
     summary = spark.createDataFrame([(
         graph_name, graph_protocol, n_states, n_vs, n_vs / n_states if n_states else None,
@@ -148,17 +159,18 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
            "unvisited_states": unvisited}
     if per_trace is not None:
         out["coverage_traces"] = per_trace.orderBy("trace_id")
-        out["coverage_by_impl"] = _by_impl(steps, traces, g_states, g_edges, n_states, n_edges)
+        out["coverage_by_impl"] = _by_impl(moves, steps, traces, g_states, g_edges, n_states,
+                                           n_edges)
     return out
 
 
-def _by_impl(steps: DataFrame, traces: DataFrame, g_states: DataFrame, g_edges: DataFrame,
-             n_states: int, n_edges: int) -> DataFrame:
+def _by_impl(moves: DataFrame, steps: DataFrame, traces: DataFrame, g_states: DataFrame,
+             g_edges: DataFrame, n_states: int, n_edges: int) -> DataFrame:
     """The coverage of each implementation's traces (refimpl, kafka: the `traces` table's
-    `impl`): impl, traces, states_visited, state_share, edges_visited, edge_share."""
-    w = Window.partitionBy("trace_id").orderBy("step")
-    s = (steps.join(F.broadcast(traces.select("trace_id", "impl")), "trace_id")
-         .select("impl", "action", "fp", F.lag("fp").over(w).alias("prev_fp")))
+    `impl`): impl, traces, states_visited, state_share, edges_visited, edge_share.  `moves`:
+    coverage's distinct (impl, action, fp, prev_fp) of the steps; only the steps of a trace
+    in `traces` (impl not null) count here."""
+    s = moves.filter(F.col("impl").isNotNull())
     vs = (s.select("impl", "fp").distinct().join(g_states.select("fp"), "fp")
           .groupBy("impl").agg(F.count(F.lit(1)).alias("states_visited")))
     ve = (s.filter(F.col("prev_fp").isNotNull())

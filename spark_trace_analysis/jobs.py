@@ -54,12 +54,14 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
               verdicts: str | os.PathLike | Sequence[str | os.PathLike] | None = None,
               master: str | None = None, progress: Progress | None = None,
               sample_unvisited: int = 20, graph_bounds: str | None = None,
-              command: str | None = None) -> dict:
+              command: str | None = None,
+              replay: Sequence[str | os.PathLike] | None = None) -> dict:
     """Run every stage; returns the summary (also written to out/summary.json) with
     `report` = the path of out/report.html.  Raises InputError / GraphError on bad input.
     graph_bounds: the config a dot-dump graph was explored under (coverage leaves out traces
     whose header names other bounds).  command: the command line that asked for the run, shown
-    in the report's configuration section."""
+    in the report's configuration section.  replay: `kraftcheck replay --out` folders whose
+    per-edge outcomes color the coverage section (replay_outcomes.py)."""
     say = progress or (lambda _m: None)
     t0 = time.monotonic()
     out = Path(out).resolve()
@@ -71,7 +73,7 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         summary = _run(files, vfiles, tmp, graph, master, say, sample_unvisited, graph_bounds,
-                       command)
+                       command, replay)
         summary["seconds"] = round(time.monotonic() - t0, 1)
         summary["out"] = str(out)
         summary["report"] = str(out / "report.html")
@@ -86,7 +88,7 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
 
 
 def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int,
-         graph_bounds: str | None, command: str | None = None) -> dict:
+         graph_bounds: str | None, command: str | None = None, replay=None) -> dict:
     if graph_bounds and not graph_src:
         raise InputError("--graph-bounds needs --graph")
     say("starting Spark")
@@ -194,6 +196,18 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         summary["actions_never_exercised"] = sorted(
             a["action"] for a in tables["coverage_actions"]
             if a["in_graph"] and a["edges_visited"] == 0)
+
+    if replay:
+        say("replay outcomes (the graph's edges by outcome, per implementation)")
+        from spark_trace_analysis import replay_outcomes
+        redges, rmeta = replay_outcomes.read_replay(spark, replay)
+        rt = replay_outcomes.replay_tables(redges, g.edges if g is not None else None,
+                                           g.name if g is not None else None)
+        for name, df in rt.items():
+            rt[name] = _write(df, tmp / name)
+        tables["replay_by_action"] = _rows(rt["replay_by_action"])
+        summary["replay"] = replay_outcomes.replay_summary(tables["replay_by_action"])
+        summary["replay_inputs"] = rmeta
 
     say("protocol metrics")
     # One sort of the observed steps by trace and step (narrow rows: keys, times and the

@@ -74,6 +74,37 @@ def _coverage_plot(actions: list[dict]):
     return fig
 
 
+#: Replay outcomes (spark_trace_analysis/replay_outcomes.py), in the bars' order.
+REPLAY_COLORS = {"replayed": "#2e7d32", "diverged": "#c62828", "not_drivable": "#ef6c00",
+                 "not_targeted": "#bdbdbd"}
+
+
+def _replay_plot(rows: list[dict]):
+    """The graph's edges colored by replay outcome: per implementation and action, the share
+    of the action's edges replayed / diverged / not drivable / not targeted."""
+    rows = sorted((r for r in rows if r["edges"]), key=lambda r: (r["graph"], r["impl"],
+                                                                  r["action"]), reverse=True)
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.32 * len(rows) + 1.4))
+    names = [f"{r['impl']} · {r['action']}" + (f" ({r['graph']})" if len({x["graph"] for x in rows}) > 1
+                                                else "") for r in rows]
+    left = [0.0] * len(rows)
+    for o, c in REPLAY_COLORS.items():
+        vals = [100 * (r.get(o) or 0) / r["edges"] for r in rows]
+        if any(vals):
+            ax.barh(names, vals, left=left, color=c, label=o.replace("_", " "))
+            left = [a + b for a, b in zip(left, vals)]
+    for y, r in enumerate(rows):
+        ax.text(101, y, f"{r['replayed']:,}/{r['edges']:,}", va="center", fontsize=8)
+    ax.set_xlim(0, 100)
+    ax.set_xlabel("edges of the state graph (%)")
+    ax.set_title(f"Replay outcome by action ({', '.join(sorted({r['graph'] for r in rows}))})")
+    _legend_outside(ax, title="outcome")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
 def _latency_plot(hist: list[dict], title: str, what: str):
     """Step histograms, one per protocol/fault profile, of a latency histogram table
     (metrics.latency_histogram: one grid of equal bins for all groups), each as the share of
@@ -162,6 +193,7 @@ def figures(tables: dict[str, list[dict]]) -> dict:
     tables = with_impl(tables)
     return {
         "coverage": _coverage_plot(tables.get("coverage_actions") or []),
+        "replay": _replay_plot(tables.get("replay_by_action") or []),
         "by_profile": _stacked(_sum_by(tables["conformance"], "fault_profile"), "fault_profile",
                                "Trace verdicts by fault profile"),
         "by_bug": _stacked(_sum_by(tables["conformance"], "bug"), "bug",

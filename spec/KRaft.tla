@@ -125,9 +125,14 @@ CONSTANTS
                                   \* MockLog, up to 8 MiB on disk)
     KafkaObserverFetchesAnyVoter, \* an observer following a leader may send a
                                   \* Fetch to any voter (leader unreachable)
-    KafkaLeaderFlushAdvancesHwm   \* the leader recomputes its HWM when its own
+    KafkaLeaderFlushAdvancesHwm,  \* the leader recomputes its HWM when its own
                                   \* log end offset moves (a single voter
                                   \* commits without any Fetch)
+    KafkaObserverLogNotFlushed,   \* an observer never flushes its log: its
+                                  \* Restart may keep any prefix of it
+    KafkaTruncationKeepsUnknownEpoch \* a follower lacking DivergingEpoch.Epoch
+                                  \* truncates to the end of its own largest
+                                  \* epoch below it, ignoring EndOffset
 
 Server == Voters \cup Observers
 
@@ -621,6 +626,23 @@ ClientRequest(i, v) ==
                    msgs, restartCount, ghostVars>>
 
 (***************************************************************************)
+(* KafkaObserverLogNotFlushed: KIP-595 §"Persistent State" ("we should     *)
+(* always enforce fsync upon appending to local log to guarantee Raft      *)
+(* algorithm correctness"); Kafka 3.7 KafkaRaftClient.appendAsFollower     *)
+(* (KafkaRaftClient.java:1197) flushes only "if (quorum.isVoter())", and   *)
+(* nothing else flushes a follower's log, so a crash of an observer loses  *)
+(* its unflushed suffix: its log restarts as any prefix of it (the whole   *)
+(* log in Kafka's MockLog, whose reopen() drops everything after the last  *)
+(* flush; a segment roll of a real UnifiedLog flushes a longer prefix).    *)
+(* Its high watermark restarts at 0 (MockLog.reopen), as every replica's.  *)
+(* The lengths i's log may have after its Restart:                         *)
+(***************************************************************************)
+RestartLogLengths(i) ==
+    IF KafkaObserverLogNotFlushed /\ i \notin VotersOf(i)
+    THEN 0..Len(log[i])
+    ELSE {Len(log[i])}
+
+(***************************************************************************)
 (* KIP-595 §"Persistent State" / §"Quorum State": crash and restart.  The  *)
 (* quorum-state file (epoch, votedId, leaderId) and the fsynced log        *)
 (* survive, everything else is lost.  The restart role follows Kafka's     *)
@@ -629,6 +651,8 @@ ClientRequest(i, v) ==
 (* itself comes back as a Candidate that re-sends its Vote requests        *)
 (* (§"Vote Response Handling" step 2: "upon failover it can just resend    *)
 (* the vote request").  Bound: a leader of MaxEpoch does not crash.        *)
+(* Under KafkaObserverLogNotFlushed an observer's log restarts as any      *)
+(* prefix of it (RestartLogLengths).                                       *)
 (***************************************************************************)
 Restart(i) ==
     /\ restartCount < MaxRestarts
@@ -642,12 +666,13 @@ Restart(i) ==
            /\ role'          = [role          EXCEPT ![i] = r]
            /\ votesGranted'  = [votesGranted  EXCEPT ![i] =
                                    IF r = "Candidate" THEN {i} ELSE {}]
+    /\ \E k \in RestartLogLengths(i) : log' = [log EXCEPT ![i] = SubSeq(@, 1, k)]
     /\ highWatermark'     = [highWatermark     EXCEPT ![i] = 0]
     /\ votesRejected'     = [votesRejected     EXCEPT ![i] = {}]
     /\ followerEndOffset' = [followerEndOffset EXCEPT ![i] = NoEndOffsets]
     /\ fetchedSinceCheck' = [fetchedSinceCheck EXCEPT ![i] = {}]
     /\ restartCount'      = restartCount + 1
-    /\ UNCHANGED <<currentEpoch, leaderId, log, msgs, ghostVars>>
+    /\ UNCHANGED <<currentEpoch, leaderId, msgs, ghostVars>>
 
 (***************************************************************************)
 (*                        ACTIONS: sending requests                        *)
@@ -1151,7 +1176,9 @@ HandleFetchRequest(m) ==
 (*  - the same epoch with a leader the fetcher did not know: follow it     *)
 (*    (§"Current Leader Discovery");                                       *)
 (*  - a response of the current leader that answers the fetcher's current  *)
-(*    position: with DivergingEpoch set, truncate (step 2); otherwise      *)
+(*    position: with DivergingEpoch set, truncate (step 2; under           *)
+(*    KafkaTruncationKeepsUnknownEpoch as Kafka 3.7's                      *)
+(*    ReplicatedLog.truncateToEndOffset does, KRaftLog.tla); otherwise     *)
 (*    append the records and set HWM := min(log end offset, leader's HWM), *)
 (*    never lowering it;                                                   *)
 (*  - anything else (stale, duplicate, other errors) is ignored.           *)
@@ -1184,7 +1211,10 @@ HandleFetchResponse(m) ==
             /\ m.fetchOffset = Len(log[i])
             /\ m.lastFetchedEpoch = LastEpoch(log[i]) ->
               IF m.divergingEpoch # NoDivergence /\ ~BugIgnoreDivergingEpoch
-              THEN /\ log' = [log EXCEPT ![i] = TruncateToDivergence(@, m.divergingEpoch)]
+              THEN /\ log' = [log EXCEPT ![i] =
+                                 IF KafkaTruncationKeepsUnknownEpoch
+                                 THEN TruncateToEndOffset(@, m.divergingEpoch)
+                                 ELSE TruncateToDivergence(@, m.divergingEpoch)]
                    /\ UNCHANGED <<quorumVars, role, highWatermark, candidateVars, leaderVars,
                                   ghostVotes>>
               ELSE LET newLog == log[i] \o m.records

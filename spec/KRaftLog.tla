@@ -96,6 +96,26 @@ TruncateToDivergence(l, div) ==
     SubSeq(l, 1, Min(div.endOffset, EndOffsetForEpoch(l, div.epoch)))
 
 (***************************************************************************)
+(* Kafka 3.7's reading of the same step (KRaft.tla's switch                *)
+(* KafkaTruncationKeepsUnknownEpoch; ReplicatedLog.truncateToEndOffset, a  *)
+(* default method of ReplicatedLog.java:213 that MockLog and the harness's *)
+(* log inherit): localEndOffset = endOffsetForEpoch(div.epoch), i.e. the   *)
+(* largest epoch <= div.epoch in l and its end offset; if that epoch is    *)
+(* div.epoch the log is cut at min(localEndOffset, div.endOffset), as      *)
+(* above, otherwise at localEndOffset: the leader's EndOffset is ignored   *)
+(* when the follower lacks DivergingEpoch.Epoch, and the follower keeps    *)
+(* the rest of its own largest epoch below it (KIP-595 §"FetchResponse     *)
+(* Handling" step 2 cuts at EndOffset in every case).  For div.epoch = 0   *)
+(* Kafka takes min(div.endOffset, Len(l)); a leader answers epoch 0 only   *)
+(* with EndOffset 0 (it holds no epoch <= LastFetchedEpoch, so the end of  *)
+(* that epoch is its first offset), where both readings cut at 0.          *)
+(***************************************************************************)
+TruncateToEndOffset(l, div) ==
+    IF div.epoch > 0 /\ LargestEpochAtMost(l, div.epoch) # div.epoch
+    THEN SubSeq(l, 1, EndOffsetForEpoch(l, div.epoch))
+    ELSE TruncateToDivergence(l, div)
+
+(***************************************************************************)
 (* The leader's high-watermark candidate (KIP-595 §"FetchRequest Handling" *)
 (* step 4, §"Key Concepts": "the largest offset which is replicated to a   *)
 (* majority of the voters").  match is a function from voters to their     *)

@@ -103,7 +103,9 @@ K == INSTANCE KRaft WITH KafkaVoteForgottenOnLeader <- FALSE,
                     KafkaHwmHiddenUntilEpochCommit <- FALSE,
                     KafkaFetchReturnsBatches <- FALSE,
                     KafkaObserverFetchesAnyVoter <- FALSE,
-                    KafkaLeaderFlushAdvancesHwm <- FALSE
+                    KafkaLeaderFlushAdvancesHwm <- FALSE,
+                    KafkaObserverLogNotFlushed <- FALSE,
+                    KafkaTruncationKeepsUnknownEpoch <- FALSE
 
 Server       == K!Server
 nodeVars     == <<currentEpoch, votedId, leaderId, log, role, highWatermark,

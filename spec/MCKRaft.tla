@@ -66,6 +66,24 @@ AtMostOneCandidate ==
     Cardinality({i \in Server : role[i] = "Candidate"}) <= 1
 
 (***************************************************************************)
+(* State constraint for kraft-ci-kafka-truncation-keeps-unknown-epoch (4   *)
+(* epochs, 3 voters): a voter whose timer never fires (not in              *)
+(* TimeoutVoters) only votes and holds no record, as if its Fetch traffic  *)
+(* were always lost.  The two other voters then need its vote for every    *)
+(* election, which is what lets a leader miss the epochs of the other one  *)
+(* (the DivergingEpoch of KafkaTruncationKeepsUnknownEpoch).  A bound: it  *)
+(* only removes behaviours.                                                *)
+(***************************************************************************)
+VotingOnlyVotersHoldNoRecords ==
+    \A v \in Voters \ TimeoutVoters : log[v] = << >>
+
+\* The same configuration: client records only in epoch 1 (later leaders
+\* append their LeaderChange record only).  A bound.
+ClientRecordsOnlyInFirstEpoch ==
+    \A i \in Server : \A k \in 1..Len(log[i]) :
+        log[i][k].value = LeaderChange \/ log[i][k].epoch = 1
+
+(***************************************************************************)
 (* VIEW for the exhaustive 3-voter configuration with two messages in      *)
 (* flight (kraft-ci-3voters-two-in-flight).  It leaves out the high        *)
 (* watermarks, KRaft.tla's eager progress window and restartCount:         *)
@@ -107,5 +125,29 @@ CommittedRecordsOnMajority ==
 \* §"EndQuorumEpoch Request Handling" is reachable too).
 NoEndQuorumEpochSent ==
     \A m \in BagToSet(msgs) : m.type # "EndQuorumEpochRequest"
+
+\* KafkaObserverLogNotFlushed (docs/kafka-conformance.md F13): a restart of
+\* an observer loses records of its log.  An action property: a Restart step
+\* (restartCount grows, one replica changes) that shortens an observer's log.
+ObserverLogSurvivesRestart ==
+    [][\A i \in Observers :
+          restartCount' = restartCount + 1 => Len(log'[i]) >= Len(log[i])]_vars
+
+\* KafkaTruncationKeepsUnknownEpoch (docs/kafka-conformance.md F14): a
+\* FetchResponse in flight carries a DivergingEpoch whose epoch its follower
+\* lacks and which Kafka's truncateToEndOffset and KIP-595's truncation
+\* (§"FetchResponse Handling" step 2) would cut at different offsets; the
+\* follower is at the response's position, so the next step may take it.
+NoTruncationKeepsUnknownEpoch ==
+    \A m \in BagToSet(msgs) :
+        LET i == m.dest
+        IN  (/\ m.type = "FetchResponse"
+             /\ m.error \in {"NONE", "NOT_FOLLOWER"}
+             /\ m.divergingEpoch # NoDivergence
+             /\ role[i] = "Follower" /\ m.src = leaderId[i]
+             /\ m.epoch = currentEpoch[i]
+             /\ m.fetchOffset = Len(log[i]) /\ m.lastFetchedEpoch = LastEpoch(log[i]))
+            => TruncateToEndOffset(log[i], m.divergingEpoch)
+                   = TruncateToDivergence(log[i], m.divergingEpoch)
 
 =============

@@ -45,9 +45,73 @@ def pytest_collection_modifyitems(config, items):
         suffix = "@" + "_".join(names)
         if names and not item.nodeid.endswith(suffix):
             item._id = coerce_node_id(item.nodeid + suffix)
+    items.sort(key=_start_early)
+
+
+def _start_early(item) -> int:
+    """Longest first (`make test` runs xdist with --no-loadscope-reorder, so this order is the
+    order work starts in): the Spark group, then each TLC config's test by its estimated run
+    time (pinned states; liveness and KIP-642 configs are slower per state), then the rest in
+    collection order (sort is stable).  A long run started last would run alone at the end."""
+    groups = [str(m.args[0] if m.args else m.kwargs.get("name", ""))
+              for m in item.iter_markers("xdist_group")]
+    if "spark" in groups:
+        return -10**9
+    name = next((g.split(":", 1)[1] for g in groups if g.startswith("tlc:")), None)
+    if name is None:
+        return 0
+    from tlc_memo import ENTRIES
+    e = ENTRIES.get(name)
+    if e is None:
+        return 0
+    cost = e.distinct_states or 20_000
+    if "liveness" in name:
+        cost *= 40
+    elif e.protocol == "reassign":
+        cost *= 6
+    return -cost
 
 
 def pytest_addoption(parser):
     parser.addoption("--rewrite", action="store_true", default=False,
                      help="tests/test_transcripts.py: write the actual outputs into the "
                           "transcripts instead of comparing")
+
+
+# ------------------------------------------------------------------ Spark (xdist_group "spark")
+# Every Spark test runs in the one process of the "spark" group and shares ONE embedded session
+# (local[2]): get_session returns the active session when the master matches, so the JVM and
+# its Python workers start once per test run instead of once per module.
+# (test_spark_cluster.py stops it for its cluster run; the next user starts it again.)
+SPARK_MASTER = "local[2]"
+
+
+@pytest.fixture(scope="session")
+def spark_local():
+    """A function returning the shared local[2] session (started again if a test stopped it);
+    stopped at the end of the test run."""
+    from spark_trace_analysis.session import get_session, stop_session
+
+    def session():
+        return get_session(SPARK_MASTER, shuffle_partitions=2)
+    session()
+    yield session
+    stop_session()
+
+
+@pytest.fixture(scope="session")
+def fixture_stats(spark_local, tmp_path_factory):
+    """`run_stats` on the hand-made fixture corpus (tests/fixtures/spark) with its dot graph,
+    bounds and checker verdicts, run ONCE per test run: test_spark_stats.py asserts its tables,
+    test_spark_cluster.py compares the standalone cluster's run of the same job with it.
+    Returns (summary, out folder); callers get a copy of the summary."""
+    from pathlib import Path
+
+    from spark_trace_analysis.jobs import run_stats
+    fix = Path(__file__).parent / "fixtures" / "spark"
+    spark_local()
+    out = tmp_path_factory.mktemp("fixture-stats") / "out"
+    summary = run_stats([str(fix / "corpus")], out, graph=str(fix / "graph.dot"),
+                        verdicts=str(fix / "verdicts.jsonl"), master=SPARK_MASTER,
+                        graph_bounds="tests/fixtures/spark/graph.cfg")
+    return summary, out

@@ -73,9 +73,19 @@ def explain_step(before: dict, after: dict, action: str, params: dict,
         j = m.get("dest")
         if m.get("preferredSuccessors", [None])[:1] == [j] and role1.get(j) != "Candidate":
             out.append("F3")
-    # F4: a clusterId error that is not fatal / not a rejection
-    if any(m.get("error") == "INVALID_CLUSTER_ID" and m["type"] in (
-            "BeginQuorumEpochResponse", "EndQuorumEpochResponse") for m in new):
+    # F4: a clusterId error that is not fatal / not a rejection: answered (BeginQuorumEpoch,
+    # EndQuorumEpoch), a leader's Fetch error naming no leader, a candidate's VoteResponse
+    # error of its epoch that is not counted as a rejection
+    m = params.get("msg", {})
+    i = m.get("dest")
+    if any(r.get("error") == "INVALID_CLUSTER_ID" and r["type"] in (
+            "BeginQuorumEpochResponse", "EndQuorumEpochResponse") for r in new) \
+            or any(r["type"] == "FetchResponse" and r.get("error") == "INVALID_CLUSTER_ID"
+                   and r.get("leaderId") == NIL and role1.get(r["src"]) == "Leader" for r in new) \
+            or (action == "ReceiveVoteResponse" and m.get("error") == "INVALID_CLUSTER_ID"
+                and role0.get(i) == "Candidate" and role1.get(i) == "Candidate"
+                and m.get("epoch") == before["currentEpoch"][i]
+                and after["votesRejected"][i] == before["votesRejected"][i]):
         out.append("F4")
     # F5: a candidate that cannot win stays Candidate
     if action == "ReceiveVoteResponse":

@@ -264,7 +264,6 @@ def test_new_bug_switches_select_the_planted_bugs():
 # --------------------------------------------------------------------------- against the spec
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_async_traces_validate_against_the_spec_and_new_bugs_do_not(tlc_toolchain, tmp_path):
     """Bounded traces of the correct refimpl (elr-graph-small's constants) are behaviours of
     spec/ELR.tla in neighbourhood mode (every step: its state and action label are a
@@ -286,7 +285,6 @@ def test_async_traces_validate_against_the_spec_and_new_bugs_do_not(tlc_toolchai
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_response_to_a_previous_incarnations_alter_partition_is_lost(tlc_toolchain, tmp_path):
     """Regression (issue 14, the 1-in-300 false alarm of seed 100121): leader b1 sends a
     shrink, is fenced while running, crashes and restarts (broker epoch 2) before the

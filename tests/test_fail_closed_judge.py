@@ -19,7 +19,7 @@ from trace_checker.tlashare import SharedValues
 from trace_checker.traces import TraceMalformed, read_trace
 
 BOUNDS = str(REPO_ROOT / "tlc_configs/kraft-graph-small.cfg")
-tlc = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+tlc = [pytest.mark.tlc]
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,6 @@ def _verdict(summary: dict, name: str) -> dict:
 # --------------------------------------------------------------------------- F1: liveness
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_the_header_cannot_switch_the_liveness_judge_off(sim, tmp_path, tlc_toolchain):
     h, steps, f = sim[0]
     late = _late(steps)
@@ -150,7 +149,6 @@ def test_no_config_with_a_bug_switched_on_may_judge():
 # --------------------------------------------------------------------------- F3, F4
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 @pytest.mark.parametrize("mode", ["graph", "config"])
 def test_one_trace_never_changes_another_ones_verdict(mode, sim, tmp_path, tlc_toolchain):
     """a: a real violation at its last step; b: the same prefix, then a value TLC cannot
@@ -189,7 +187,6 @@ def test_one_trace_never_changes_another_ones_verdict(mode, sim, tmp_path, tlc_t
 # --------------------------------------------------------------------------- F7
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_a_trace_that_observes_nothing_or_makes_up_actions_is_not_valid(sim, tmp_path,
                                                                           tlc_toolchain):
     h, steps, f = sim[0]
@@ -235,7 +232,6 @@ def test_a_string_that_reads_like_a_renamed_model_value_stays_a_string():
 # --------------------------------------------------------------------------- the self-check
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_the_demo_self_check_judges_every_hostile_variant_as_it_must(sim, tmp_path,
                                                                      tlc_toolchain):
     from trace_checker.selfcheck import CASES, pick_source, run_selfcheck
@@ -267,7 +263,6 @@ def test_a_failed_source_prunes_only_what_no_trace_still_needs():
 # --------------------------------------------------------------------------- second review
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 @pytest.mark.parametrize("mode", ["graph", "config"])
 def test_a_header_cannot_make_the_specs_strings_model_values(mode, sim, tmp_path,
                                                              tlc_toolchain):
@@ -289,7 +284,6 @@ def test_a_header_cannot_make_the_specs_strings_model_values(mode, sim, tmp_path
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_a_made_up_stutter_is_refused_under_a_specification_config(tmp_path, tlc_toolchain):
     """kraft-ci-liveness names SPECIFICATION LiveSpec (no NEXT): its actions were not read, so
     any stutter passed."""
@@ -311,7 +305,6 @@ def test_a_made_up_stutter_is_refused_under_a_specification_config(tmp_path, tlc
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_a_trace_whose_liveness_cannot_be_judged_fails_the_run(sim, tmp_path, tlc_toolchain):
     h, steps, f = sim[0]
     st = copy.deepcopy(steps)

@@ -217,7 +217,6 @@ def test_docs_cover_every_graph_config():
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 @pytest.mark.parametrize("name", FAST)
 def test_docs_table_matches_the_small_graphs(name, tlc_toolchain):
     _check_column(name)
@@ -249,7 +248,6 @@ TRUNCATE_HELD = "kraft-graph-observer-truncate"
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_truncation_of_a_record_held_elsewhere_is_judged_in_neighbourhood_mode(tlc_toolchain,
                                                                              tmp_path):
     """The refimpl's chaos trace of seed 8 under kraft-graph-observer-truncate's bounds shows

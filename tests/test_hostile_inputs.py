@@ -188,9 +188,8 @@ def test_spark_state_decoding_never_raises():
 
 
 @pytest.mark.xdist_group("spark")
-def test_stats_turns_a_bad_file_into_bad_rows_and_keeps_the_good_traces(tmp_path):
+def test_stats_turns_a_bad_file_into_bad_rows_and_keeps_the_good_traces(tmp_path, spark_local):
     from spark_trace_analysis.jobs import run_stats
-    from spark_trace_analysis.session import stop_session
     src = REPO_ROOT / "tests/fixtures/spark/corpus/t-valid.jsonl"
     d = tmp_path / "c"
     d.mkdir()
@@ -203,10 +202,8 @@ def test_stats_turns_a_bad_file_into_bad_rows_and_keeps_the_good_traces(tmp_path
         hostile.append(ln.replace('"state":{', '"state":{"junk":{"#bigint":"' + BIG + '"},', 1))
     hostile.append('{"kind":"step","state":{"x":NaN}}')
     (d / "t-hostile.jsonl").write_bytes(("\n".join(hostile) + "\n").encode() + b"\xff\xfe\n")
-    try:
-        s = run_stats([str(d)], tmp_path / "out", master="local[1]")
-    finally:
-        stop_session()
+    # in the shared local[2] session (tests/conftest.py)
+    s = run_stats([str(d)], tmp_path / "out", master=spark_local().sparkContext.master)
     assert s["traces"] == 2 and s["bad_rows"] >= len(lines) - 1
     assert s["steps"] >= len(lines) - 2       # the good trace's steps are all counted
     assert (tmp_path / "out" / "report.html").is_file()

@@ -103,14 +103,13 @@ def test_write_atomic_names_the_file_and_keeps_the_old_one(tmp_path, monkeypatch
 # --------------------------------------------------------------------------- 2, 3: stats
 
 @pytest.mark.xdist_group("spark")
-def test_stats_reads_around_a_name_and_bytes_that_are_not_utf8(tmp_path):
+def test_stats_reads_around_a_name_and_bytes_that_are_not_utf8(tmp_path, spark_local):
     """The ingest of `kraftcheck stats` (where both broke): a file whose name is not UTF-8 is
     a bad row with its name escaped, a line that is not UTF-8 is a bad row whose text pyarrow
     reads back, and the good trace is counted."""
     import pyarrow.parquet as pq
 
     from spark_trace_analysis import ingest
-    from spark_trace_analysis.session import get_session, stop_session
     src = REPO_ROOT / "tests/fixtures/spark/corpus/t-valid.jsonl"
     d = tmp_path / "c"
     d.mkdir()
@@ -123,11 +122,8 @@ def test_stats_reads_around_a_name_and_bytes_that_are_not_utf8(tmp_path):
     (d / "t-bytes.jsonl").write_bytes(b"\n".join(lines))
     files = ingest.expand_inputs([d])
     out = tmp_path / "out"
-    try:
-        counts = ingest.ingest_traces(get_session("local[1]", shuffle_partitions=1), files,
-                                      out, out / "_staging")
-    finally:
-        stop_session()
+    # the shared local[2] session (tests/conftest.py)
+    counts = ingest.ingest_traces(spark_local(), files, out, out / "_staging")
     bad = pq.read_table(out / "bad_rows").to_pylist()      # pyarrow reads it back
     named = [r for r in bad if r["reason"].startswith("file name is not UTF-8")]
     assert [r["file"] for r in named] == [str(d) + "/bad-\\xff-name.jsonl"], bad

@@ -227,3 +227,90 @@ def test_kafka_reproduces_the_finding_and_its_switch_explains_it(finding, kafka_
     if finding == "F1":
         kip = validate_corpus([path], config=key[2] or "kraft-ci-3voters")["results"][0]
         assert kip["verdict"] == "invalid" and kip["failed_step"] == bad["failed_step"]
+
+
+# The findings the harness shows only with one of its options (docs/kafka-conformance.md §4):
+# a replica formatted with another cluster id (F4), reordered Fetch requests of 3 voters (F8),
+# a leader's read that is not cut to one batch (F10), an observer in an unbounded run (F11), a
+# lone voter (F12).  The options come from a harness bounds file of kafka_harness/raft/bounds/
+# (None: the default unbounded cluster); the judge is kraft-ci-kafka-3.7 over that file's
+# servers (`_judge_for`).  finding -> (fault profile, seed, bounds file, steps): the run stops
+# a few steps after the finding's first step, so each check is one short neighbourhood run.
+HARNESS_BOUNDS = REPO_ROOT / "kafka_harness" / "raft" / "bounds"
+OPTION_SEEDS: dict[str, tuple[str, int, str | None, int]] = {
+    "F4": ("lossy", 6, "misconfigured", 14),
+    "F8": ("delays", 20, None, 34),
+    "F10": ("lossy", 7, "batches", 20),
+    "F11": ("lossy", 4, "observer", 74),
+    "F12": ("none", 0, "single-voter", 6),
+}
+SERVER_CONSTANTS = ("Voters", "Observers", "TimeoutVoters", "MisconfiguredServers", "Values")
+
+
+def _judge_for(bounds: str | None, folder: Path, off: str | None = None) -> Path:
+    """kraft-ci-kafka-3.7 (every Kafka switch on, `off` switched off) over the servers, values and
+    cluster ids of a harness bounds file (a .cfg outside the manifest)."""
+    text = (CONFIG_DIR / "kraft-ci-kafka-3.7.cfg").read_text()
+    if bounds is not None:
+        c = parse_cfg(str(HARNESS_BOUNDS / f"{bounds}.cfg")).constants
+        voters = sorted(c["Voters"])
+        want = {"Voters": voters, "Observers": sorted(c.get("Observers", ())),
+                "TimeoutVoters": voters,
+                "MisconfiguredServers": sorted(c.get("MisconfiguredServers", ())),
+                "Values": sorted(c.get("Values", ("v1", "v2")))}
+        for k in SERVER_CONSTANTS:
+            text, n = re.subn(rf"^    {k} = .*$", f"    {k} = {{{', '.join(want[k])}}}", text,
+                              flags=re.M)
+            assert n == 1, k
+    if off is not None:
+        assert f"    {off} = TRUE\n" in text
+        text = text.replace(f"    {off} = TRUE\n", f"    {off} = FALSE\n")
+    out = folder / f"kraft-ci-kafka-3_7-{bounds or 'free'}{'-without-' + off if off else ''}.cfg"
+    out.write_text(text)
+    return out
+
+
+def test_every_harness_bounds_file_is_a_finding_s_cluster():
+    assert {p.stem for p in HARNESS_BOUNDS.glob("*.cfg")} == {
+        b for _, _, b, _ in OPTION_SEEDS.values() if b}
+    for name in ("misconfigured", "single-voter", "observer", "batches"):
+        c = parse_cfg(str(HARNESS_BOUNDS / f"{name}.cfg")).constants
+        assert not any(k.startswith("Max") for k in c), name    # topology only: unbounded runs
+
+
+@pytest.fixture(scope="module")
+def option_traces(tmp_path_factory):
+    """Kafka's trace for every seed of OPTION_SEEDS (kafka_bridge, the harness jar)."""
+    if not _toolchain_present() and os.environ.get("CI", "").lower() not in ("1", "true"):
+        pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
+    from kafka_bridge.raft import KafkaRunSpec, run
+    from kafka_bridge.toolchain import HarnessError, find_harness
+    try:
+        find_harness("raft")
+    except HarnessError as e:
+        pytest.fail(f"the Kafka raft harness is unusable: {e}")
+    root = tmp_path_factory.mktemp("kafka-option-findings")
+    files = {}
+    for f, (profile, seed, bounds, steps) in OPTION_SEEDS.items():
+        out = root / f
+        m = run(KafkaRunSpec(seeds=[seed], faults=profile, steps=steps,
+                             bounds_path=str(HARNESS_BOUNDS / f"{bounds}.cfg") if bounds else None),
+                out)
+        assert not m.get("errors") and m["traces"][0]["violations"] == [], m
+        files[f] = out / m["traces"][0]["file"]
+    return files
+
+
+@pytest.mark.tlc
+@pytest.mark.parametrize("finding", sorted(OPTION_SEEDS, key=lambda f: int(f[1:])))
+def test_a_harness_option_reproduces_the_finding(finding, option_traces, tmp_path, tlc_toolchain):
+    from trace_checker.corpus import validate_corpus
+    path = option_traces[finding]
+    bounds = OPTION_SEEDS[finding][2]
+    ok = validate_corpus([path], config=str(_judge_for(bounds, tmp_path)),
+                         module="spec/MCKRaft.tla")["results"][0]
+    assert ok["verdict"] == "valid", ok.get("diagnosis")
+    cfg = _judge_for(bounds, tmp_path, FINDINGS[finding])
+    bad = validate_corpus([path], config=str(cfg), module="spec/MCKRaft.tla")["results"][0]
+    assert bad["verdict"] == "invalid", bad
+    assert finding in explain_failure(path, bad["failed_step"]), bad.get("diagnosis")

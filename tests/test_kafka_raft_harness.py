@@ -174,7 +174,6 @@ def test_a_bounded_raw_run_names_its_config():
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_the_checker_judges_a_wrapped_trace_with_its_impl_header(tmp_path):
     """The fixture's steps are KIP-595 steps (refimpl seed 5 under kraft-graph-small), so the
     wrapped trace, `impl` header and all, is valid in full-graph mode."""
@@ -360,7 +359,6 @@ def _validate(path: Path, *judge) -> tuple[int, dict]:
 
 # TLC runs share the "tlc" worker with the other graph builds (tests/conftest.py)
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_bounded_traces_are_valid_in_graph_mode(harness, tmp_path):
     m = _sim(tmp_path / "b", "--seeds", "0:5", "--steps", "200", "--bounds", SMALL)
     assert m["summary"]["traces_with_violations"] == 0 and m["summary"]["traces"] == 6
@@ -372,7 +370,6 @@ def test_bounded_traces_are_valid_in_graph_mode(harness, tmp_path):
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_unbounded_traces_are_valid_in_neighbourhood_mode(harness, tmp_path):
     m = _sim(tmp_path / "u", "--seeds", "0:1", "--steps", "120", "--faults", "chaos")
     assert m["summary"]["traces_with_violations"] == 0
@@ -390,7 +387,6 @@ PLANT_SEEDS = 5
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 @pytest.mark.parametrize("plant", RAFT_PLANTS)
 def test_a_planted_environment_fault_is_flagged(harness, tmp_path, plant):
     m = _sim(tmp_path / plant, "--seeds", f"0:{PLANT_SEEDS - 1}", "--steps", "300",

@@ -12,7 +12,7 @@ from kraftcore.paths import REPO_ROOT
 from refimpl.sim.corpus import simulate_corpus
 from trace_checker.corpus import validate_corpus
 
-pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+pytestmark = [pytest.mark.tlc]
 GRAPH = "reassign-graph-grow"
 BUG, BUG_SEED = "reassign-two-changes-in-flight", 0   # rule (b), planted in the refimpl
 CFG = REPO_ROOT / "tlc_configs" / f"{GRAPH}.cfg"

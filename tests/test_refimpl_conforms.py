@@ -11,7 +11,7 @@ from kraftcore.paths import REPO_ROOT
 from refimpl.sim.corpus import simulate_corpus
 from trace_checker.corpus import validate_corpus
 
-pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+pytestmark = [pytest.mark.tlc]
 BOUNDS = str(REPO_ROOT / "tlc_configs" / "kraft-graph-small.cfg")
 
 

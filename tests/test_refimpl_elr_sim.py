@@ -344,7 +344,6 @@ def test_the_fast_state_encoding_is_the_default_encoding():
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_bounded_traces_validate_against_the_spec(tlc_toolchain, tmp_path):
     """End to end: bounded traces of the correct refimpl are behaviours of spec/ELR.tla
     (tlc_configs/elr-graph-small.cfg's full state graph, each step matched by its state and its

@@ -29,7 +29,7 @@ CORPORA = [  # (protocol, faults, bug)
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
+def report(tmp_path_factory, spark_local):
     from spark_trace_analysis.jobs import run_stats
 
     root = tmp_path_factory.mktemp("report")
@@ -38,6 +38,7 @@ def report(tmp_path_factory):
                 "--steps", "150", "--out", str(root / f"{proto}-{faults}-{bug or 'none'}")]
         r = runner.invoke(app, args + (["--bug", bug] if bug else []))
         assert r.exit_code in (0, 1), r.output   # a planted bug may or may not be caught here
+    spark_local()          # the shared local[2] session (tests/conftest.py)
     summary = run_stats([str(root / d.name) for d in sorted(root.iterdir())], root / "stats",
                         master="local[2]", command="kraftcheck stats CORPUS --out stats")
     return summary, root
@@ -210,13 +211,18 @@ _AGREEMENT_JS = """(() => {
 
 
 @pytest.fixture(scope="module")
-def demo_report(tmp_path_factory):
-    """The demo's own stages (simulate, validate, stats) on two of its corpora, 2 seeds."""
+def demo_report(tmp_path_factory, spark_local):
+    """The demo's own stages (simulate, validate, stats) on two of its corpora, 2 seeds; the
+    stats stage in the shared local[2] session (tests/conftest.py; the demo's default master
+    local[*] would start a second JVM for the same job)."""
     from kraftcheck.commands.demo import _stage_simulate, _stage_stats, _stage_validate
     out = tmp_path_factory.mktemp("demo")
     assert _stage_simulate(out, 2, False, DEMO_CORPORA)["ok"]
     assert _stage_validate(out, False, DEMO_CORPORA)["ok"]
-    return _stage_stats(out, False, DEMO_CORPORA), out
+    master = spark_local().sparkContext.master
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KRAFTCHECK_SPARK_MASTER", master)
+        return _stage_stats(out, False, DEMO_CORPORA), out
 
 
 def _render(path) -> dict:

@@ -60,7 +60,6 @@ def test_new_profiles_do_not_change_the_old_ones():
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_delays_traces_are_behaviours_of_both_specs(tlc_toolchain, tmp_path):
     from refimpl.sim.corpus import simulate_corpus
     from trace_checker.corpus import validate_corpus

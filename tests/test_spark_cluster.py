@@ -137,16 +137,17 @@ def _tables(out: Path) -> dict[str, list]:
 
 
 def test_standalone_cluster_gives_the_local_result(cluster, worker_python, tmp_path,
-                                                   monkeypatch):
+                                                   monkeypatch, fixture_stats):
+    """The local result is conftest.fixture_stats: the same job (RUN: the same corpus, graph,
+    bounds and verdicts) on the embedded local[2] session, run once per test run."""
     import pyspark
 
     from spark_trace_analysis.jobs import run_stats
     from spark_trace_analysis.session import get_session, stop_session
 
     spark_home = Path(pyspark.__file__).parent
-    get_session("local[2]", shuffle_partitions=2)
-    local = run_stats([str(FIX / "corpus")], tmp_path / "local", master="local[2]", **RUN)
-    stop_session()
+    local, local_out = fixture_stats
+    stop_session()      # the shared local session; the next Spark test starts it again
 
     def probe(_rows):
         """Runs on an executor: where the job's modules came from (a nested function is
@@ -194,7 +195,7 @@ def test_standalone_cluster_gives_the_local_result(cluster, worker_python, tmp_p
               "coverage", "coverage_bounds", "coverage_excluded_traces", "verdict_bad_rows",
               "actions_never_exercised"):
         assert remote[k] == local[k], k
-    remote_t, local_t = _tables(tmp_path / "remote"), _tables(tmp_path / "local")
+    remote_t, local_t = _tables(tmp_path / "remote"), _tables(local_out)
     for t in TABLES:
         assert remote_t[t] == local_t[t], t
     # the cluster's own answers, not only equal to the local ones (test_spark_stats.py has

@@ -13,14 +13,13 @@ pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("spark")]
 FIXTURES = {e.name: e for e in load_manifest(REPO_ROOT / "tests/fixtures/tlc")}
 
 
-def test_a_checker_graph_becomes_tables_once(tmp_path, monkeypatch, tlc_toolchain):
+def test_a_checker_graph_becomes_tables_once(tmp_path, monkeypatch, tlc_toolchain, spark_local):
     import trace_checker.fullgraph as fg
     from spark_trace_analysis.graph import load_graph_tables, spark_graph_dir
-    from spark_trace_analysis.session import get_session
     monkeypatch.setenv("KRAFTCHECK_WORK", str(tmp_path / "work"))
     entry = FIXTURES["counter-ok"]          # 25 states, no symmetry: TLC dumps it in seconds
     monkeypatch.setattr(fg, "resolve_entry", lambda name, *a, **k: entry)
-    spark = get_session("local[2]")
+    spark = spark_local()       # the shared local[2] session (tests/conftest.py)
     g = load_graph_tables(spark, "counter", tmp_path / "one")
     states = sorted(tuple(r) for r in g.states.collect())
     edges = sorted(tuple(r) for r in g.edges.collect())

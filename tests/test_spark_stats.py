@@ -37,15 +37,13 @@ pytestmark = pytest.mark.xdist_group("spark")
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    from spark_trace_analysis.jobs import run_stats
-    from spark_trace_analysis.session import get_session, stop_session
-    out = tmp_path_factory.mktemp("stats") / "out"
-    spark = get_session("local[2]", shuffle_partitions=2)
-    summary = run_stats([str(CORPUS)], out, graph=str(GRAPH), verdicts=str(VERDICTS),
-                        master="local[2]", graph_bounds=GRAPH_BOUNDS)
-    yield summary, out, spark
-    stop_session()
+def run(fixture_stats, spark_local):
+    """(summary, out, spark): the stats job on CORPUS with GRAPH, GRAPH_BOUNDS and VERDICTS,
+    run once per test run (conftest.fixture_stats, shared with test_spark_cluster.py), in the
+    shared local[2] session."""
+    import copy
+    summary, out = fixture_stats
+    return copy.deepcopy(summary), out, spark_local()
 
 
 def table(run, name, order=None):

@@ -156,7 +156,6 @@ def test_disk_loss_is_off_outside_the_disk_loss_configs():
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_disk_loss_counterexample_votes_twice_after_losing_the_disk(tlc_toolchain):
     """The finding's trace: a voter grants a vote of epoch e, comes back empty (epoch 0, no
     vote), grants a second candidate of the same epoch e, and both lead e."""

@@ -13,7 +13,7 @@ from kraftcore.tlc import cache as result_cache
 from kraftcore.tlc.manifest import load_manifest
 from kraftcore.tlc.runner import run_config
 
-pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+pytestmark = [pytest.mark.tlc]
 FIXTURES = {e.name: e for e in load_manifest(REPO_ROOT / "tests/fixtures/tlc")}
 
 
@@ -115,3 +115,27 @@ def test_a_suite_starts_the_longest_last_run_first(work, monkeypatch):
     started.clear()
     tlc_cmd.run_entries(entries, show_progress=False, jobs=2)
     assert started[0] == "c1" and started[-1] == "c2"   # c0 at 700,000 / 7,000 = 100 s
+
+
+def test_two_processes_asking_for_the_same_run_at_once_run_tlc_once(work, tlc_toolchain):
+    """kraftcore/locks.py: the second asker waits for the first run and takes its result (two
+    test workers needing one config, `kraftcheck tlc suite` beside the tests)."""
+    import concurrent.futures
+    e = _own_copy(work, "counter-ok")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda _: run_config(e, workers=1, cache=True), range(2)))
+    assert sorted(r.cached_from is None for r in runs) == [False, True]
+    assert [(r.status, r.distinct_states) for r in runs] == [("ok", 25)] * 2
+
+
+def test_the_jit_follows_the_runs_size():
+    """C1 only for small runs (kraftcore/tlc/manifest.py SMALL_RUN_STATES), C2 otherwise, and
+    the manifest's `jit` overrides."""
+    from kraftcore.tlc.manifest import SMALL_RUN_STATES, load_manifest as manifest
+    by = {e.name: e for e in manifest()}
+    assert by["kraft-graph-small"].default_jit == "c1"           # 34,057 states
+    assert by["kraft-ci-restart"].default_jit == "c2"            # 353,503
+    assert by["kraft-bug-vote-not-persisted"].default_jit == "c1"
+    assert by["kraft-bug-no-current-epoch-rule"].default_jit == "c2"   # jit = "c2"
+    assert all(e.default_jit == "c2" for e in by.values()
+               if e.distinct_states is not None and e.distinct_states >= SMALL_RUN_STATES)

@@ -13,7 +13,7 @@ from kraftcore.paths import REPO_ROOT
 from kraftcore.tlc.manifest import load_manifest
 from kraftcore.tlc.runner import run_config
 
-pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+pytestmark = [pytest.mark.tlc]
 FIXTURES = {e.name: e for e in load_manifest(REPO_ROOT / "tests/fixtures/tlc")}
 
 

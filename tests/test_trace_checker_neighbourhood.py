@@ -122,7 +122,6 @@ def test_graph_coverage_counts_untaken_and_frontier_edges():
 
 
 @pytest.mark.tlc
-@pytest.mark.xdist_group("tlc")
 def test_lazy_mode_judges_steps_in_targeted_runs_and_reports_coverage(tlc_toolchain):
     files = [FIX / "valid-request-grant.jsonl", FIX / "invalid-wrong-action.jsonl"]
     s = validate_corpus(files, lazy=True, manifest_dir=FIX)

@@ -14,7 +14,7 @@ from kraftcore.tlc.manifest import load_manifest
 from trace_checker.corpus import validate_corpus
 from trace_checker.fullgraph import GraphBuildError, load_graph
 
-pytestmark = [pytest.mark.tlc, pytest.mark.xdist_group("tlc")]
+pytestmark = [pytest.mark.tlc]
 FIX = REPO_ROOT / "tests/fixtures/traces"
 ENTRIES = {e.name: e for e in load_manifest(FIX)}
 

@@ -19,6 +19,7 @@ from kraftcore.paths import CONFIG_DIR
 from kraftcore.tlc.cfg import parse_cfg
 from kraftcore.tlc.manifest import ConfigEntry, ManifestError, find_entry, load_manifest
 from kraftcore.tlc.runner import run_config
+from kraftcore.locks import build_lock
 from trace_checker.cache import cache_dir, load_cached, spec_key, store
 from trace_checker.dot import read_dump
 from trace_checker.graph import StateGraph
@@ -100,6 +101,18 @@ def load_graph(name: str | ConfigEntry, *, manifest_dir: Path | None = None, job
         g = load_cached(key)
         if g is not None:
             return GraphLoad(g, True, time.monotonic() - t0)
+    # one build per key: a process that needs the same graph meanwhile waits, then reads it
+    with build_lock(cache_dir("graphs") / f"{key}.lock"):
+        if not rebuild:
+            g = load_cached(key)
+            if g is not None:
+                return GraphLoad(g, True, time.monotonic() - t0)
+        return _build(entry, key, t0, jobs, timeout)
+
+
+def _build(entry: ConfigEntry, key: str, t0: float, jobs: int,
+           timeout: float | None) -> GraphLoad:
+    """Run TLC with the dump, parse it, store the index (the caller holds the key's lock)."""
     dump = cache_dir("dumps") / f"{key}.dot"
     part = dump.with_name(f"{key}.{os.getpid()}.part.dot")  # concurrent builds never share it
     res = run_config(entry, dump=part, timeout=timeout)

@@ -21,7 +21,7 @@ from rich.markup import escape
 from kraftcore.output import console, err_console, print_json
 
 
-def _command(corpus, out, master, graph, graph_bounds, verdicts) -> str:
+def _command(corpus, out, master, graph, graph_bounds, verdicts, replay=None) -> str:
     """The command line of this run, rebuilt from what was parsed (shown in the report)."""
     words = ["kraftcheck", "stats", *map(str, corpus), "--out", str(out)]
     for flag, value in (("--master", master), ("--graph", graph), ("--graph-bounds", graph_bounds)):
@@ -29,6 +29,8 @@ def _command(corpus, out, master, graph, graph_bounds, verdicts) -> str:
             words += [flag, str(value)]
     for v in verdicts or ():
         words += ["--verdicts", str(v)]
+    for r in replay or ():
+        words += ["--replay", str(r)]
     return shlex.join(words)
 
 
@@ -45,6 +47,10 @@ def stats(
     verdicts: list[Path] = typer.Option(None, "--verdicts",
                                         help="Verdicts of `kraftcheck validate` (a file or "
                                              "folder; repeat --verdicts for several)."),
+    replay: list[Path] = typer.Option(None, "--replay",
+                                      help="A `kraftcheck replay --out` folder: the coverage "
+                                           "section colors the graph's edges by its outcomes "
+                                           "(repeat --replay for several implementations)."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Conformance, coverage and protocol metrics of a trace corpus, with an HTML report."""
@@ -59,7 +65,9 @@ def stats(
         s = run_stats([str(p) for p in corpus], out, graph=graph,
                       verdicts=[str(v) for v in verdicts] if verdicts else None, master=master,
                       progress=progress, graph_bounds=graph_bounds,
-                      command=_command(corpus, out, master, graph, graph_bounds, verdicts))
+                      command=_command(corpus, out, master, graph, graph_bounds, verdicts,
+                                       replay),
+                      replay=[str(r) for r in replay] if replay else None)
     except (InputError, GraphError) as e:
         err_console.print(f"[red]error:[/red] {escape(str(e))}")
         raise typer.Exit(2)
@@ -88,6 +96,10 @@ def stats(
                           f"the graph; {a['agree']}/{a['compared']} in all "
                           f"({a['checker_only']} checker only, {a['spark_only']} distributed "
                           f"only; the rest left the graph or are of another protocol)")
+        for r in s.get("replay") or ():
+            console.print(f"replay on {r['impl']} ({r['graph']}): {r['replayed']}/{r['edges']} "
+                          f"edges replayed, {r['diverged']} diverged, {r['not_drivable']} not "
+                          f"drivable, {r['not_targeted']} not targeted")
         console.print(f"report: {escape(s['report'])}")
     raise typer.Exit(0)
 

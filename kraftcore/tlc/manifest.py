@@ -17,6 +17,9 @@ Keys of a [[config]] table:
     check_deadlock    default false (bounded models stop somewhere; that is not a bug)
     simulate_depth, simulate_traces   (simulate mode)
     max_trace_length  (bugs) the counterexample must be at most this long
+    jit               c1 | c2: the JVM's compilers for TLC (default: `default_jit`, c1 for a
+                      run of fewer than SMALL_RUN_STATES pinned states and for a bug config,
+                      c2 otherwise); set c2 on a bug config that explores a large space
     demo              default false; true puts the config in `kraftcheck demo`'s TLC selection
                       (a few small configs per spec: an exhaustive ci config that holds and a
                       bug config that is found; `kraftcheck demo --full` runs the ci profile)
@@ -41,8 +44,16 @@ _REQUIRED = ("name", "module", "cfg", "profile", "expect", "description", "kip")
 _OPTIONAL = {
     "mode": str, "distinct_states": int, "depth": int, "timeout_seconds": int, "workers": int,
     "check_deadlock": bool, "simulate_depth": int, "simulate_traces": int,
-    "max_trace_length": int, "generated_states": int, "demo": bool,
+    "max_trace_length": int, "generated_states": int, "demo": bool, "jit": str,
 }
+JITS = ("c1", "c2")
+
+# TLC's JIT.  For a run of up to some tens of thousands of states, compiling TLC's evaluator
+# with C2 costs more CPU than it saves; from a few hundred thousand states on it pays.  Measured
+# 2026-11-28 (1 worker, CPU seconds, C2 vs C1 only = -XX:TieredStopAtLevel=1):
+# kraft-bug-vote-not-persisted (70 states) 2.7 vs 1.6; kraft-graph-small (34,057) 15.0 vs 9.4;
+# kraft-ci-restart (353,503) 79 vs 119.  The state count decides, never the verdict.
+SMALL_RUN_STATES = 60_000
 
 
 class ManifestError(ValueError):
@@ -70,6 +81,7 @@ class ConfigEntry:
     simulate_traces: int | None = None
     max_trace_length: int | None = None
     demo: bool = False
+    jit: str | None = None
     protocol: str = ""          # the manifest's top-level `protocol`, else its file stem
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -81,6 +93,16 @@ class ConfigEntry:
     @property
     def cfg_path(self) -> Path:
         return REPO_ROOT / self.cfg
+
+    @property
+    def default_jit(self) -> str:
+        """c1 for a small run: a pinned count under SMALL_RUN_STATES, or a bug config (they
+        stop at their counterexample; the few that explore a large space say `jit = "c2"`)."""
+        if self.jit is not None:
+            return self.jit
+        if self.distinct_states is not None:
+            return "c1" if self.distinct_states < SMALL_RUN_STATES else "c2"
+        return "c1" if self.profile == "bugs" else "c2"
 
     def to_json(self) -> dict:
         return {k: getattr(self, k) for k in (
@@ -103,6 +125,8 @@ def _entry(table: dict, where: str, protocol: str = "") -> ConfigEntry:
             raise ManifestError(f"{where}: key {k!r} must be {typ.__name__}")
     if table["profile"] not in PROFILES:
         raise ManifestError(f"{where}: profile must be one of {', '.join(PROFILES)}")
+    if table.get("jit", "c2") not in JITS:
+        raise ManifestError(f"{where}: jit must be one of {', '.join(JITS)}")
     if table.get("mode", "bfs") not in MODES:
         raise ManifestError(f"{where}: mode must be one of {', '.join(MODES)}")
     for k in ("module", "cfg"):

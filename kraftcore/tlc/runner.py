@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kraftcore.locks import build_lock
 from kraftcore.paths import SPEC_DIR, work_dir
 from kraftcore.tlc import cache as result_cache
 from kraftcore.tlc.cfg import parse_cfg
@@ -205,7 +206,9 @@ def build_command(entry: ConfigEntry, run_dir: Path, workers: int | None = None,
     tmp = run_dir / "tmp"
     tmp.mkdir(exist_ok=True)
     heap = os.environ.get("KRAFTCHECK_TLC_HEAP", "4g")
-    cmd = [tc.java, "-XX:+UseParallelGC", f"-Xmx{heap}", f"-Djava.io.tmpdir={tmp}",
+    # C1 only for a small run (manifest.SMALL_RUN_STATES: C2's compilations cost more there)
+    jit = ["-XX:TieredStopAtLevel=1"] if entry.default_jit == "c1" else []
+    cmd = [tc.java, "-XX:+UseParallelGC", *jit, f"-Xmx{heap}", f"-Djava.io.tmpdir={tmp}",
            "-cp", str(tc.jar), "tlc2.TLC", "-tool",
            "-workers", str(workers or workers_from_env() or entry.workers),
            "-config", f"{entry.name}.cfg", "-metadir", str(run_dir / "meta")]
@@ -303,31 +306,41 @@ def run_config(entry: ConfigEntry, *, workers: int | None = None, timeout: float
     completed = False
     tc = toolchain()
     key = hit = None
+    held = contextlib.ExitStack()
     if result_cache.enabled() and recover is None and checkpoint_minutes is None:
         digest = (run_dir / MODEL_DIGEST).read_text(encoding="utf-8").split()[0]
         key = result_cache.result_key(digest, tc.jar_sha256, cmd, run_dir, str(tc.jar))
         if cache and dump is None and timeout is None:
             hit = result_cache.load(key)
-    if hit is not None:
-        log_path.write_text(hit.log, encoding="utf-8")
-        for line in hit.log.splitlines(keepends=True):
-            reader.feed(line)
-        proc = None
-        completed = True
-    else:
-        proc = _run_tlc(cmd, run_dir, log_path, reader, limit, progress, dump_part)
-        completed, timed_out = proc.completed, proc.timed_out
-    returncode = hit.returncode if hit is not None else proc.returncode
-    if dump_part is not None and dump is not None and dump_part.is_file():
-        os.replace(dump_part, dump)
-    seconds = time.monotonic() - t0
-    out = reader.finish()
-    status = "timeout" if timed_out else out.status or "error"
-    if (key is not None and hit is None and completed and status in ("ok", "violation", "deadlock")
-            and out.tlc_version is not None and not out.system_errors):
-        result_cache.store(result_cache.CachedRun(
-            key=key, log=log_path.read_text(encoding="utf-8", errors="backslashreplace"),
-            returncode=returncode, seconds=seconds, created=time.time()))
+            if hit is None:
+                # one run per key: a process asking for the same run meanwhile waits for
+                # this one and takes its result from the cache (kraftcore/locks.py)
+                held.enter_context(build_lock(result_cache.cache_dir() / f"{key}.lock"))
+                hit = result_cache.load(key)
+    try:
+        if hit is not None:
+            log_path.write_text(hit.log, encoding="utf-8")
+            for line in hit.log.splitlines(keepends=True):
+                reader.feed(line)
+            proc = None
+            completed = True
+        else:
+            proc = _run_tlc(cmd, run_dir, log_path, reader, limit, progress, dump_part)
+            completed, timed_out = proc.completed, proc.timed_out
+        returncode = hit.returncode if hit is not None else proc.returncode
+        if dump_part is not None and dump is not None and dump_part.is_file():
+            os.replace(dump_part, dump)
+        seconds = time.monotonic() - t0
+        out = reader.finish()
+        status = "timeout" if timed_out else out.status or "error"
+        if (key is not None and hit is None and completed
+                and status in ("ok", "violation", "deadlock")
+                and out.tlc_version is not None and not out.system_errors):
+            result_cache.store(result_cache.CachedRun(
+                key=key, log=log_path.read_text(encoding="utf-8", errors="backslashreplace"),
+                returncode=returncode, seconds=seconds, created=time.time()))
+    finally:
+        held.close()
     return _finish(entry, run_dir, cmd, reader, out, status, seconds, returncode, log_path,
                    dump, recover, hit)
 

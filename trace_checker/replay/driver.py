@@ -176,6 +176,7 @@ class _Snap:
     adapter_hist: tuple      # (attribute, history key) of attributes naming history objects
     now: int
     restarts: int
+    extra: Any = None        # a subclass's own driver state (`_extra_state`), immutable
 
 
 @dataclass
@@ -280,7 +281,8 @@ class RefimplDriver:
                 attrs[k] = v
         snap = _Snap(dict(w.states), {n: dict(d) for n, d in w.disks.items()}, dict(w.up),
                      dict(w.in_flight), self.next_mid, frozenset(self.timers), dict(self.outbox),
-                     w.history, attrs, tuple(hattrs), w.now_ms, self.restarts)
+                     w.history, attrs, tuple(hattrs), w.now_ms, self.restarts,
+                     self._extra_state())
         self._hist_shared = True        # the snapshot owns it now: copy before changing it
         self._current, self._dirty = snap, False
         return snap
@@ -304,7 +306,15 @@ class RefimplDriver:
             setattr(a, k, v)
         for k, hk in snap.adapter_hist:
             setattr(a, k, w.history[hk])
+        self._restore_extra(snap.extra)
         self._current, self._dirty = snap, False
+
+    def _extra_state(self) -> Any:
+        """A subclass's own driver state, kept in snapshots (an immutable value)."""
+        return None
+
+    def _restore_extra(self, extra: Any) -> None:
+        pass
 
     def close(self) -> None:
         pass

@@ -22,7 +22,6 @@ action, or an explained reason: see `explain`).
 
 from __future__ import annotations
 
-import random
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 import networkx as nx
 
 from kraftcore.values import to_itf
+from trace_checker.replay.canon import edge_order, ordered_succ, sample_edges, state_keys
 from trace_checker.replay.driver import Applied, Driver, SpecStep
 from trace_checker.diagnose import value_diff
 from trace_checker.graph import StateGraph
@@ -107,19 +107,22 @@ def select_edges(g: StateGraph, mode: str, n: int | None = None, seed: int = 0,
     if mode == "sample":
         if n is None:
             raise EdgesError("--edges sample needs N")
-        if n >= len(edges):
-            return edges
-        return sorted(random.Random(seed).sample(edges, n))
+        # keyed by the states' values, not TLC's numbering (canon.py): the same edges on
+        # any dump of the graph
+        return sample_edges(g, min(n, len(edges)), seed)
     raise EdgesError(f"unknown edge selection {mode!r}")
 
 
 def bfs_tree(g: StateGraph, sources: list[int]) -> dict[int, tuple[int, int] | None]:
     """state -> (parent, action id) on a shortest path from one of `sources` (networkx
-    breadth-first layers over the graph)."""
+    breadth-first layers over the graph).  Among several shortest paths, the canonical one
+    (canon.py: each layer in state-key order, successors by label and key), so the path does
+    not depend on TLC's state numbering."""
     parent: dict[int, tuple[int, int] | None] = {s: None for s in sources}
+    keys = state_keys(g)
     for layer in nx.bfs_layers(g.to_networkx(), sources):
-        for p in layer:
-            for a, c in g.succ[p]:
+        for p in sorted(layer, key=keys.__getitem__):
+            for a, c in ordered_succ(g, p):
                 if c not in parent:
                     parent[c] = (p, a)
     return parent
@@ -166,19 +169,40 @@ MAX_VARIANTS = 4     # driver states kept per spec state ("all" mode)
 CYCLE_LENGTH = 3     # retry: graph cycles back to the source of at most this many edges
 CYCLE_VARIANTS = 8   # retry: driver states a source may gain from such cycles
 RETRY_LIMIT = 5000   # "all" mode: failing edges retried through cycles
+REROUTES = 4         # "sample"/"unvisited": other shortest paths around failed edges per target
+
+
+def avoiding_path(g: StateGraph, sources: list[int], target: int, bad: set[Edge]
+                  ) -> list[Edge] | None:
+    """The canonical shortest path from `sources` to `target` that takes no edge of `bad`
+    (breadth first, each layer in state-key order: canon.py), or None."""
+    keys = state_keys(g)
+    parent: dict[int, tuple[int, int] | None] = {x: None for x in sources}
+    layer = sorted(sources, key=keys.__getitem__)
+    while layer and target not in parent:
+        nxt = []
+        for p in layer:
+            for a, c in ordered_succ(g, p):
+                if c not in parent and (p, a, c) not in bad:
+                    parent[c] = (p, a)
+                    nxt.append(c)
+        layer = sorted(nxt, key=keys.__getitem__)
+    return spec_path(parent, target) if target in parent else None
 
 
 def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
            model_values: frozenset[str] = frozenset(), explain: Explain | None = None,
            progress: Callable[[int, int], None] | None = None,
-           max_variants: int = MAX_VARIANTS, stop_after: int | None = None) -> ReplayRun:
+           max_variants: int = MAX_VARIANTS, stop_after: int | None = None,
+           reroutes: int = REROUTES) -> ReplayRun:
     """Drive `driver` along the graph to every target edge; one EdgeOutcome per target.
     `stop_after` ("all" mode): stop once this many edges diverged (a planted bug's detection;
     the outcomes then cover the edges tried so far, `run.stopped` is set)."""
     t0, c0 = time.monotonic(), time.process_time()
     run = ReplayRun(g)
-    targets = list(targets)
     acts = g.actions
+    keys = state_keys(g)
+    targets = sorted(targets, key=lambda e: edge_order(g, e))   # canonical order (canon.py)
     decoded: dict[int, dict] = {}
 
     def expected(s: int) -> dict:
@@ -205,6 +229,19 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
             variants[s] = {key}
             depth[s] = 0
             run.reached[s] = (None, "Init", None, {})
+    reset_to = getattr(driver, "reset_to", None)
+    if reset_to is not None:
+        # a driver that can start in another of the spec's initial states (elr.py)
+        for s in g.initial:
+            if s in snaps:
+                continue
+            st = reset_to(expected(s))
+            if st is not None and driver.canonical_state(st) == expected(s):
+                snaps[s] = [driver.snapshot()]
+                variants[s] = {key_of() if key_of is not None else None}
+                depth[s] = 0
+                run.reached[s] = (None, "Init", None, {})
+                init_states.append(s)
     done: set[Edge] = set()
     replayed: set[Edge] = set()
     counts = Counter()
@@ -249,7 +286,7 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
             nxt = []
             for p in frontier:
                 at = p[-1][2] if p else s
-                for a, d in g.succ[at]:
+                for a, d in ordered_succ(g, at):
                     q = p + [(at, a, d)]
                     (out if d == s else nxt).append(q)
             frontier = nxt
@@ -285,7 +322,9 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
     if mode == "all":
         # breadth first over (state, driver state) pairs: a state's first driver state tries
         # every outgoing edge, a later one (other hidden implementation state, e.g. a pending
-        # request or a timer) only the edges not replayed yet
+        # request or a timer) only the edges not replayed yet; states and successors in
+        # canonical order (canon.py), not TLC's numbering
+        init_states.sort(key=keys.__getitem__)
         queue = deque((s, 0) for s in init_states)
         n = 0
         while queue:
@@ -293,7 +332,7 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
                 run.stopped = True
                 break
             s, i = queue.popleft()
-            for a, d in g.succ[s]:
+            for a, d in ordered_succ(g, s):
                 e = (s, a, d)
                 if e in replayed:
                     continue
@@ -313,7 +352,7 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
                     queue = deque([(e[2], len(snaps[e[2]]) - 1)])
                     while queue:          # what the new driver state reaches
                         s, i = queue.popleft()
-                        for a, d in g.succ[s]:
+                        for a, d in ordered_succ(g, s):
                             f = (s, a, d)
                             if f not in replayed and attempt(f, i)[2]:
                                 queue.append((d, len(snaps[d]) - 1))
@@ -332,20 +371,36 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
             run.outcomes.append(_init_mismatch(g, e, init, expected, model_values))
     else:
         tree = bfs_tree(g, init_states)
-        for i, e in enumerate(targets):
-            s, a, d = e
-            path = spec_path(tree, s) if s in tree else None
-            failed = None
-            for pe in path or ():
+
+        def drive(path: list[Edge]) -> Edge | None:
+            """Drive a path (from the first state not reached yet); the edge that fails."""
+            for pe in path:
                 if pe[2] in snaps:
                     continue
                 if pe in run.failures and pe not in replayed:
-                    failed = pe
+                    return pe
+                if not (attempt(pe)[0] or retry(pe)):
+                    return pe
+            return None
+
+        for i, e in enumerate(targets):
+            s, a, d = e
+            path = spec_path(tree, s) if s in tree else None
+            failed = drive(path) if path is not None else None
+            first = failed
+            for _ in range(reroutes if failed is not None else 0):
+                # another shortest path around the edges that failed (a spec choice the
+                # implementation does not make, a timer it fires first): the edge is tried at
+                # the end of a path the implementation can drive, as in "all" mode
+                bad = {f for f in run.failures if f not in replayed}
+                alt = avoiding_path(g, init_states, s, bad)
+                if alt is None:
                     break
-                ok = attempt(pe)[0] or retry(pe)
-                if not ok:
-                    failed = pe
+                failed = drive(alt)
+                if failed is None:
                     break
+            if failed is not None:
+                failed = first
             if path is None:
                 run.outcomes.append(_other_init(g, e, init_states))
                 continue

@@ -116,11 +116,133 @@ def kafka_vote_forgotten_on_leader(g: StateGraph, edge: tuple, res: Applied, dia
             "\"Persistent State\"")
 
 
+def _sent(g: StateGraph, edge: tuple) -> dict | None:
+    """The one request the spec's Send* step `edge` puts in flight (None: not one)."""
+    s, _, d = edge
+    before, after = _bag(g.state(s).get("msgs")), _bag(g.state(d).get("msgs"))
+    new = [m for m in after if after[m] > before.get(m, 0)]
+    return new[0] if len(new) == 1 else None
+
+
+# Kafka 3.7's timers in the harness (kafka_harness/raft Replica.java): request 2000 ms, election
+# 1000 ms (+ back-off up to 1000 ms), fetch 2000 ms.
+_TIMER_FIRST = {
+    "no-leader-voter": "a voter that knows no leader sends no discovery Fetch in Kafka 3.7 "
+                       "(KafkaRaftClient.pollUnattachedAsVoter / pollVoted wait for the election "
+                       "timer only; docs/kafka-conformance.md \"Checked and conforming\"): its "
+                       "election timer fires",
+    "FetchRequest": "Kafka re-sends a lost Fetch only after the request timeout (2000 ms), its "
+                    "fetch timeout (2000 ms) or election timer fires first",
+    "EndQuorumEpochRequest": "a Resigned leader re-sends EndQuorumEpoch after the request "
+                             "timeout (2000 ms); its election timer (1000 ms) fires first",
+    "VoteRequest": "a candidate re-sends a lost VoteRequest after the request timeout (2000 ms); "
+                   "its election timer (1000 ms + back-off) fires first",
+}
+
+
+def kafka_timer_first(g: StateGraph, edge: tuple, res: Applied, diag: dict) -> str | None:
+    """A Send* (a request (re)sent) the spec lets happen at any moment, where Kafka's timer
+    fires first when its clock moves: the spec has no clocks (KRaft.tla "Timing abstraction"),
+    Kafka orders its timers.  The step Kafka takes instead (Timeout / LeaderProgressTimeout) is
+    another spec step: the edge stays diverged, classified."""
+    if res.matched or not g.actions[edge[1]].startswith("Send") or \
+            res.label not in ("Timeout", "LeaderProgressTimeout") or \
+            not (res.event or "").startswith('{"cmd": "advance"'):
+        return None
+    m = _sent(g, edge)
+    src = g.state(edge[0])
+    key = m["type"] if m is not None else None
+    if m is not None and key == "FetchRequest" and src["leaderId"][m["src"]] == "Nil" and \
+            src["role"][m["src"]] in ("Unattached", "Voted"):
+        key = "no-leader-voter"
+    why = _TIMER_FIRST.get(key, "Kafka's timer fires before it sends the request")
+    who = f"{m['src']}'s {m['type']} to {m['dest']}" if m is not None else "the request"
+    return (f"finding R1 timer-first: {who}: {why}; the spec, without clocks, lets it be sent "
+            f"now (KRaft.tla \"Timing abstraction\"); Kafka's {res.label} is another step the "
+            "spec allows")
+
+
+def kafka_resends_same_voter(g: StateGraph, edge: tuple, res: Applied, diag: dict
+                             ) -> str | None:
+    """An observer's Fetch to the other voter, where Kafka re-sends its Fetch to the voter it
+    already asked (the harness reports an equal message re-sent as DuplicateMessage)."""
+    if res.matched or g.actions[edge[1]] != "SendFetchRequest" or \
+            res.label != "DuplicateMessage":
+        return None
+    m = _sent(g, edge)
+    again = res.params.get("msg") if res.params else None
+    if m is None or again is None:
+        return None
+    if not hasattr(again, "items"):
+        return None
+    return (f"finding R2 observer-resends-same-voter: the spec's {m['src']} sends its next Fetch "
+            f"to {m['dest']}; Kafka's re-sends to {again['dest']} (RequestManager."
+            "findReadyVoter keeps a voter whose connection is not backing off; KIP-595 "
+            "\"BeginQuorumEpoch\": \"to any of the voters at random\"): the re-send is the "
+            "spec's DuplicateMessage")
+
+
+def kafka_acts_at_once(g: StateGraph, edge: tuple, res: Applied, diag: dict) -> str | None:
+    """Kafka went on with a timer step within the previous command (a zero election back-off
+    drawn from the seeded Random: the next election starts at the same instant), where the
+    spec's path takes another replica's step first."""
+    why = res.reason or ""
+    if res.matched or not why.startswith("Kafka went on with") or \
+            res.label not in ("Timeout", "LeaderProgressTimeout"):
+        return None
+    return (f"finding R3 acts-at-once: Kafka's {res.label} came within the previous command "
+            "(its timer was due at that instant: a rejected candidate's election back-off drawn "
+            "0 ms by the seeded Random, kafka_harness serve seed 0), the spec's path takes "
+            f"{g.actions[edge[1]]} first; a timer's moment is a choice the harness's clock fixed")
+
+
+def elr_refimpl_choice(g: StateGraph, edge: tuple, res: Applied, diag: dict) -> str | None:
+    """KIP-966: a step the spec's leader may take that the refimpl's does not (the ELR
+    driver names the class in its reason: trace_checker/replay/elr.py `_why_not`)."""
+    from trace_checker.replay.elr import CHOICES
+
+    why = res.reason or ""
+    if res.matched or not why.startswith(CHOICES):
+        return None
+    return why
+
+
+def kafka_discovers_and_appends(g: StateGraph, edge: tuple, res: Applied, diag: dict
+                                ) -> str | None:
+    """A FetchResponse (error NONE) of this epoch naming a leader to a replica that knows
+    none: the spec's replica only follows the leader (KRaft.tla HandleFetchResponse, "the same
+    epoch with a leader the fetcher did not know"), Kafka's also appends the response's records
+    and takes its high watermark in the same step (open finding H3)."""
+    if res.matched or g.actions[edge[1]] != "ReceiveFetchResponse" or \
+            res.label != "ReceiveFetchResponse" or \
+            not set(diag.get("differing_variables") or ()) <= {"log", "highWatermark"}:
+        return None
+    s, _, d = edge
+    src = g.state(s)
+    before, after = _bag(src.get("msgs")), _bag(g.state(d).get("msgs"))
+    gone = [m for m in before if after.get(m, 0) < before[m]]
+    if len(gone) != 1 or gone[0]["type"] != "FetchResponse":
+        return None
+    m = gone[0]
+    i = m["dest"]
+    if m["error"] != "NONE" or m["epoch"] != src["currentEpoch"][i] or \
+            src["leaderId"][i] != "Nil" or m["leaderId"] in ("Nil", i) or not m["records"]:
+        return None
+    return (f"finding H3 discover-and-append: {i} learns leader {m['leaderId']} from a "
+            "FetchResponse of its epoch and, in the same step, appends its records "
+            "(KafkaRaftClient.maybeHandleCommonResponse: transitionToFollower, then \"if error "
+            "== NONE return Optional.empty()\" -- \"This handling allows an observer to "
+            "discover the leader and append to the log in the same Fetch request\"); "
+            "KRaft.tla's HandleFetchResponse only follows (docs/kafka-conformance.md H3)")
+
+
 RULES: dict[tuple[str, str], list[Rule]] = {
     ("kraft", "refimpl"): [kraft_discovery_destination, spec_choice_not_taken],
     ("reassign", "refimpl"): [spec_choice_not_taken],
+    ("elr", "refimpl"): [elr_refimpl_choice, spec_choice_not_taken],
     ("kraft", "kafka"): [kafka_sends_at_once, kafka_vote_forgotten_on_leader,
-                         spec_choice_not_taken],
+                         spec_choice_not_taken, kafka_timer_first, kafka_resends_same_voter,
+                         kafka_acts_at_once, kafka_discovers_and_appends],
 }
 
 

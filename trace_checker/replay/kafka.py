@@ -102,9 +102,17 @@ class KafkaDriver:
             h = find_harness("raft")
         except HarnessError as e:
             raise DriverError(f"--impl kafka cannot run: {e}") from None
-        return cls(h.command("serve", "--voters", ",".join(voters),
-                             *(("--observers", ",".join(observers)) if observers else ())),
-                   voters, observers, g.codec.variables)
+        d = cls(h.command("serve", "--voters", ",".join(voters),
+                          *(("--observers", ",".join(observers)) if observers else ())),
+                voters, observers, g.codec.variables)
+        try:
+            version = subprocess.run(h.command("version"), capture_output=True, text=True,
+                                     timeout=120).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise DriverError(f"--impl kafka: the harness does not tell its version: {e}") from None
+        # the divergence traces' header (kraftcheck-trace/1 `impl`, as the harness's own traces)
+        d.impl_header = {"name": "kafka", "version": version or "unknown"}
+        return d
 
     def __init__(self, command: list[str], voters: list[str], observers: list[str],
                  variables: tuple[str, ...]):
@@ -118,6 +126,7 @@ class KafkaDriver:
         self.held: list = []
         self.state: dict = {}
         self.kstate: dict = {}
+        self.impl_header: dict | None = None
 
     # ---- the harness process ------------------------------------------------------
     def _start(self) -> None:
@@ -167,8 +176,7 @@ class KafkaDriver:
             raise DriverError(f"the Kafka harness refused init: {ans.get('error')}")
         steps = ans.get("steps") or []
         self.log, self.state = [], self._decode(steps[0]["state"] if steps else ans["state"])
-        self.pending = [(x["action"], self._decode(x["state"]), x.get("params") or {})
-                        for x in steps[1:]]
+        self.pending = [_decoded(x) for x in steps[1:]]
         self.held, self.kstate = [], self.state
         self._snap = None
         return self.state
@@ -212,6 +220,11 @@ class KafkaDriver:
                            {"msg": ev["msg"], "node": ev["node"]},
                            reason=None if ok else "releasing the held request reaches another "
                                                   "state")
+        if ev.get("kind") == "send" and ev.get("node") in self.observers and \
+                ev["msg"]["type"] == "FetchRequest":
+            # an observer's Fetch: the voter it asks is Kafka's random choice (KIP-595
+            # "BeginQuorumEpoch": "to any of the voters at random"), steered to this one
+            ev = {**ev, "fetch_to": ev["msg"]["dest"]}
         cmds = _commands(ev)
         if cmds is None:
             return Applied(False, drivable=False, reason=(
@@ -230,15 +243,15 @@ class KafkaDriver:
         if not steps:
             return Applied(False, json.dumps(cmds[0], sort_keys=True), self.state, None,
                            reason=f"{cmds[0]['cmd']} produced no step")
-        dec = [(x["action"], self._decode(x["state"]), x.get("params") or {}) for x in steps]
+        dec = [_decoded(x) for x in steps]
         # requests Kafka (re)sent before the step the spec takes (a leader re-sending
         # BeginQuorumEpoch while its check-quorum timer runs) go to the outbox too
         while len(dec) > 1 and not _sends(step.action) and _sends(dec[0][0], dec[0][2]):
-            self.held.append(from_itf(dec.pop(0)[2]["msg"]))
+            self.held.append(dec.pop(0)[2]["msg"])
         first, rest = dec[0], dec[1:]
         if rest and all(_sends(a, p) for a, _, p in rest):
             # the requests the step made go to the outbox (class doc)
-            self.held += [from_itf(p["msg"]) for _, _, p in rest]
+            self.held += [p["msg"] for _, _, p in rest]
             self.kstate, self.pending = rest[-1][1], []
         else:
             self.kstate, self.pending = first[1], rest
@@ -253,6 +266,12 @@ class KafkaDriver:
             return Applied(True, desc, st, label, params)
         return Applied(False, desc, st, label, params,
                        reason=f"{cmds[0]['cmd']} gave {label} reaching another state")
+
+
+def _decoded(step: dict) -> tuple[str, dict, dict]:
+    """(action, state, params) of a harness answer's step, as canonical values."""
+    params = {k: v if v is None else from_itf(v) for k, v in (step.get("params") or {}).items()}
+    return step["action"], KafkaDriver._decode(step["state"]), params
 
 
 def _sends(action: str, params: dict | None = None) -> bool:
@@ -279,7 +298,12 @@ def _commands(ev: dict) -> list[dict] | None:
     sends)."""
     k = ev.get("kind")
     if k in ("deliver", "drop", "duplicate"):
-        return None if ev.get("msg") is None else [{"cmd": k, "msg": to_itf(ev["msg"])}]
+        if ev.get("msg") is None:
+            return None
+        cmd = {"cmd": k, "msg": to_itf(ev["msg"])}
+        if ev.get("read_limit"):
+            cmd["read_limit"] = ev["read_limit"]
+        return [cmd]
     if k == "timeout" and ev.get("node"):
         return [{"cmd": "timeout", "node": ev["node"]}]
     if k == "client" and ev.get("node"):
@@ -289,8 +313,10 @@ def _commands(ev: dict) -> list[dict] | None:
     if k == "restart" and ev.get("node"):
         return [{"cmd": "lose-disk" if ev.get("lose_disk") else "restart", "node": ev["node"]}]
     if k == "send" and ev.get("node"):
-        return [{"cmd": "advance", "node": ev["node"], "ms": KafkaDriver.ADVANCE_MS}
-                for _ in range(KafkaDriver.ADVANCE_TRIES)]
+        cmd = {"cmd": "advance", "node": ev["node"], "ms": KafkaDriver.ADVANCE_MS}
+        if ev.get("fetch_to"):
+            cmd["fetch_to"] = ev["fetch_to"]
+        return [cmd for _ in range(KafkaDriver.ADVANCE_TRIES)]
     return None
 
 
@@ -301,13 +327,21 @@ def _bag(v: Any) -> dict:
 def spec_event(before: dict, action: str, after: dict) -> dict:
     """The driver event a spec step stands for, from the states before and after it:
     {"kind": deliver | send | drop | duplicate | timeout | client | restart | resign,
-     "node": ..., "msg": ..., "value": ...} (the fields the kind needs)."""
+     "node": ..., "msg": ..., "value": ..., "read_limit": ...} (the fields the kind needs;
+    read_limit: the records of the FetchResponse a delivery must produce, when more than one)."""
     b, a = _bag(before.get("msgs")), _bag(after.get("msgs"))
     gone = [m for m in b if a.get(m, 0) < b[m]]
     new = [m for m in a if a[m] > b.get(m, 0)]
     if action.startswith("Receive"):
         m = gone[0] if gone else None
-        return {"kind": "deliver", "msg": m, "node": m["dest"] if m is not None else None}
+        ev = {"kind": "deliver", "msg": m, "node": m["dest"] if m is not None else None}
+        # a leader's FetchResponse may carry several records (KafkaFetchReturnsBatches): the
+        # harness's log read returns as many (its read_limit, Kafka's fetch max bytes)
+        n = max((len(x.get("records") or ()) for x in new
+                 if x.get("type") == "FetchResponse"), default=0)
+        if n > 1:
+            ev["read_limit"] = n
+        return ev
     if action.startswith("Send"):
         m = new[0] if new else None
         return {"kind": "send", "msg": m, "node": m["src"] if m is not None else None}

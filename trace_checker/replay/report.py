@@ -90,9 +90,11 @@ def _brief(o: EdgeOutcome, behind: Counter) -> dict:
 
 
 def divergence_traces(run: ReplayRun, adapter, *, graph_name: str, bug: str | None,
-                      limit: int = TRACE_LIMIT) -> dict[str, str]:
+                      limit: int = TRACE_LIMIT, impl: dict | None = None) -> dict[str, str]:
     """name -> trace text for each distinct divergence whose driver event reached a state
-    (an edge the implementation has no event for leaves nothing to show)."""
+    (an edge the implementation has no event for leaves nothing to show).  `adapter` gives the
+    header's protocol, spec module and model values (for Kafka: the refimpl adapter of the
+    same protocol); `impl`: the header's {"name", "version"} of another implementation."""
     g = run.graph
     out: dict[str, str] = {}
     for o in _root_failures(run):
@@ -109,7 +111,7 @@ def divergence_traces(run: ReplayRun, adapter, *, graph_name: str, bug: str | No
         lines = [dumps(header_obj(
             trace_id=name, protocol=adapter.name, seed=0, fault_profile="replay", bug=bug,
             bounds=None, spec_module=adapter.spec_module, model_values=adapter.model_values(),
-            variables=list(g.codec.variables)))]
+            variables=list(g.codec.variables), impl=impl))]
         path = run.path_to(o.src)
         t = 0
         for i, (s, action, params, _event) in enumerate(path):

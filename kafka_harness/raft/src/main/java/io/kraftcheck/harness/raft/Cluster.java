@@ -113,6 +113,40 @@ final class Cluster implements Network.SendListener {
             Replica.ELECTION_TIMEOUT_MS, Replica.ELECTION_BACKOFF_MAX_MS, Replica.FETCH_TIMEOUT_MS,
             Replica.LINGER_MS);
         this.proj = new Projection(replicas);
+        for (Replica r : replicas) {
+            r.log.listener = this::beforeHighWatermark;
+        }
+        if (bounds != null) {
+            misconfigure(bounds.misconfigured);
+            readBatches(bounds.fetchReturnsBatches ? BATCHES : 1);
+        }
+    }
+
+    /** Under KafkaFetchReturnsBatches a read returns every record up to the log end (Kafka's
+     *  fetch max bytes, 8 MiB, holds any log of a run). */
+    static final int BATCHES = Integer.MAX_VALUE;
+
+    /** Format these replicas with another cluster id (before init; MCKRaft MisconfiguredServers). */
+    void misconfigure(List<String> names) {
+        for (String n : names) {
+            Replica r = byName.get(n);
+            if (r == null) {
+                throw new IllegalArgumentException("misconfigured replica " + n + " is not in the cluster");
+            }
+            r.clusterId = Replica.OTHER_CLUSTER_ID;
+        }
+    }
+
+    /** How many batches (= records: one value per batch) a leader's read returns at most: 1 (the
+     *  default, the spec's one-record FetchResponse) or more (KafkaFetchReturnsBatches). */
+    void readBatches(int n) {
+        if (n < 1) {
+            throw new IllegalArgumentException("read batches must be at least 1, not " + n);
+        }
+        for (Replica r : replicas) {
+            r.readBatches = n;
+            r.log.readLimit = n;
+        }
     }
 
     private void add(Replica r) {
@@ -180,11 +214,19 @@ final class Cluster implements Network.SendListener {
 
     // ------------------------------------------------------------------ Kafka events
 
+    /** Init is the replicas' disks before Kafka starts (an empty log and quorum-state file: the
+     *  spec's Init); KafkaRaftClient.initialize then runs, and what it does on its own (a lone
+     *  voter becomes candidate and leader at once) is the first poll's Timeout step. */
     void init() {
-        for (Replica r : replicas) {
-            r.start(net, config, new Random(random.nextLong()), this::beforeInbound);
-        }
         record("Init", new TreeMap<>(), null, true);
+        for (Replica r : replicas) {
+            r.start(net, config, new SteerableRandom(random.nextLong()), this::beforeInbound);
+        }
+        for (Replica r : replicas) {
+            if (isPendingLeader(r)) {
+                settle(r);      // a lone voter: its election and LeaderChange, before anyone acts
+            }
+        }
     }
 
     boolean isPendingLeader(Replica r) {
@@ -196,19 +238,36 @@ final class Cluster implements Network.SendListener {
      *  clocks move only when a command says so (timeout, advance). */
     boolean autoClock = true;
 
-    /** Move the replica's clock to now, unless the bounds freeze it. */
+    /** Move the replica's clock to now; under bounds, hold the timers that would take it out. */
     void advanceClock(Replica r) {
         if (!autoClock) {
             return;
         }
-        if (bounds != null) {
-            int epoch = KraftAccess.quorum(r.client).epoch();
-            boolean freeze = (bounds.maxEpoch != null && epoch >= bounds.maxEpoch)
-                || (bounds.timeoutVoters != null && !bounds.timeoutVoters.contains(r.name));
-            r.clock.freeze(freeze);
-        }
         r.clock.advanceTo(nowMs);
+        holdTimers(r);
     }
+
+    /**
+     * Bounded runs stay inside the bounds by never letting a voter's election (or, at MaxEpoch,
+     * its leader's check-quorum) timer expire where the spec's step would leave them: a voter
+     * outside TimeoutVoters, or one whose next election would enter MaxEpoch + 1 (refimpl
+     * KRaftAdapter._timer_allowed / _within).  Everything else of the replica runs on its clock:
+     * request time-outs and re-sends, back-offs, fetching, so the run goes on inside the bounds.
+     * Called before every poll (ticks come every 5-15 ms, the timers are 1-3 s).
+     */
+    void holdTimers(Replica r) {
+        if (bounds == null || !r.voter || !r.up) {
+            return;
+        }
+        QuorumState q = KraftAccess.quorum(r.client);
+        boolean atMax = bounds.maxEpoch != null && q.epoch() >= bounds.maxEpoch;
+        boolean noTimeout = bounds.timeoutVoters != null && !bounds.timeoutVoters.contains(r.name);
+        if (atMax || noTimeout) {
+            KraftAccess.holdTimers(q, r.clock.milliseconds(), HOLD_MS, atMax);
+        }
+    }
+
+    static final long HOLD_MS = 60_000;
 
     private void poll(Replica r, String action, Map<String, Object> params, Network.Msg request) {
         ctxNode = r;
@@ -257,6 +316,23 @@ final class Cluster implements Network.SendListener {
             record(resignedNow(r) ? resignAction(r) : "Timeout", nodeParams(r), r, false);
         }
         takeFromNetwork(ctxRequest);
+    }
+
+    /**
+     * A leader's high watermark moves in a poll that is not a voter's Fetch: its own flush
+     * (KafkaRaftClient.flushLeaderLog -> LeaderState.updateLocalState; only a lone voter's
+     * end offset is a majority).  The poll's step so far (the append: ClientRequest, or the
+     * lone voter's election Timeout with its LeaderChange record) is written first, the advance
+     * is the spec's AdvanceHighWatermarkOnFlush (KafkaLeaderFlushAdvancesHwm, F12).
+     */
+    private void beforeHighWatermark(Replica r, long offset) {
+        if (ctxNode != r || "ReceiveFetchRequest".equals(ctxAction) || isPendingLeader(r)
+                || !KraftAccess.quorum(r.client).isLeader() || offset <= r.log.highWatermark().offset) {
+            return;
+        }
+        record(ctxAction, ctxParams, r, false);
+        ctxAction = "AdvanceHighWatermarkOnFlush";
+        ctxParams = nodeParams(r);
     }
 
     /** The delivered message leaves the spec's msgs when Kafka takes it (its Receive step). */
@@ -490,7 +566,7 @@ final class Cluster implements Network.SendListener {
         }
         advanceClock(r);
         try {
-            r.start(net, config, new Random(random.nextLong()), this::beforeInbound);
+            r.start(net, config, new SteerableRandom(random.nextLong()), this::beforeInbound);
         } catch (RuntimeException e) {
             r.crash();
             throw new KafkaFailure(r, r.name + " failed to restart: " + e, e);

@@ -1,6 +1,7 @@
 package io.kraftcheck.harness.raft;
 
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Optional;
@@ -28,7 +29,10 @@ import org.apache.kafka.snapshot.RawSnapshotWriter;
  * <ul>
  * <li>a leader's read returns at most ONE batch (MockLog returns up to two): with linger 0 and one
  *     value per scheduleAppend every batch is one record, so every FetchResponse carries at most
- *     one record, as the spec's FetchResponse does (a log may always return less than asked);</li>
+ *     one record, as the spec's FetchResponse does (a log may always return less than asked);
+ *     {@link #readLimit} raises it for one delivery (serve mode's {@code "read_limit"}: the
+ *     records that fit in Kafka's fetch max bytes, KafkaMetadataLog's maxFetchSizeInBytes; the
+ *     spec's switch KafkaFetchReturnsBatches);</li>
  * <li>planted fault {@code lying-flush}: flush() reports success without flushing, so a restart
  *     loses the suffix Kafka believes durable.</li>
  * </ul>
@@ -38,13 +42,24 @@ final class HarnessLog implements ReplicatedLog {
     static final TopicPartition TOPIC = new TopicPartition("__cluster_metadata", 0);
     static final Uuid TOPIC_ID = Uuid.METADATA_TOPIC_ID;
 
+    /** Hears a high-watermark update before it is applied (Cluster: the step recorder splits
+     *  a leader's flush-driven advance into its own step, AdvanceHighWatermarkOnFlush). */
+    interface Listener {
+        void beforeHighWatermark(Replica r, long offset);
+    }
+
     private final MockLog log;
     private final boolean lyingFlush;
+    private final Replica owner;
     private long version;
+    /** The batches one uncommitted read returns at most (1: the harness's default). */
+    int readLimit = 1;
+    Listener listener = (r, o) -> { };
 
-    HarnessLog(String node, boolean lyingFlush) {
+    HarnessLog(String node, boolean lyingFlush, Replica owner) {
         this.log = new MockLog(TOPIC, TOPIC_ID, new LogContext("[" + node + "] "));
         this.lyingFlush = lyingFlush;
+        this.owner = owner;
     }
 
     long version() {
@@ -87,12 +102,29 @@ final class HarnessLog implements ReplicatedLog {
         if (!it.hasNext()) {
             return info;
         }
-        MutableRecordBatch first = it.next();
-        if (!it.hasNext()) {
-            return info;
+        List<MutableRecordBatch> batches = new ArrayList<>();
+        long next = startOffset;
+        while (batches.size() < readLimit) {
+            // MockLog returns at most two batches a read: read on from the last one's end
+            Iterator<MutableRecordBatch> more = batches.isEmpty() ? it
+                : ((MemoryRecords) log.read(next, isolation).records).batches().iterator();
+            if (!more.hasNext()) {
+                break;
+            }
+            while (more.hasNext() && batches.size() < readLimit) {
+                MutableRecordBatch b = more.next();
+                batches.add(b);
+                next = b.lastOffset() + 1;
+            }
         }
-        ByteBuffer buf = ByteBuffer.allocate(first.sizeInBytes());
-        first.writeTo(buf);
+        int size = 0;
+        for (MutableRecordBatch b : batches) {
+            size += b.sizeInBytes();
+        }
+        ByteBuffer buf = ByteBuffer.allocate(size);
+        for (MutableRecordBatch b : batches) {
+            b.writeTo(buf);
+        }
         buf.flip();
         return new LogFetchInfo(MemoryRecords.readableRecords(buf), info.startOffsetMetadata);
     }
@@ -140,6 +172,7 @@ final class HarnessLog implements ReplicatedLog {
 
     @Override
     public void updateHighWatermark(LogOffsetMetadata offsetMetadata) {
+        listener.beforeHighWatermark(owner, offsetMetadata.offset);
         log.updateHighWatermark(offsetMetadata);
     }
 

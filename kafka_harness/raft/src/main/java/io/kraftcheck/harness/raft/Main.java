@@ -15,7 +15,8 @@ import org.apache.kafka.common.utils.AppInfoParser;
  * The command line (../PROTOCOL.md):
  * <pre>
  *   simulate --seeds 0,1,2|A:B --faults P --steps N --voters n1,n2,n3 [--observers o1]
- *            [--values v1,v2] [--bounds BOUNDS.json] [--plant NAME] [--faults-until MS] --out DIR
+ *            [--values v1,v2] [--misconfigured n3] [--fetch-batches N]
+ *            [--bounds BOUNDS.json] [--plant NAME] [--faults-until MS] --out DIR
  *   serve    [--voters ...] [--observers ...] [--plant NAME]   (JSON commands on stdin; README.md)
  * </pre>
  * Any failure of the harness itself: one line on stderr and exit 2.
@@ -138,6 +139,12 @@ public final class Main {
         }
         String plant = plant(o);
         Long faultsUntil = o.containsKey("faults-until") ? Long.parseLong(o.get("faults-until")) : null;
+        if (bounds != null && (o.containsKey("misconfigured") || o.containsKey("fetch-batches"))) {
+            throw new IllegalArgumentException("--misconfigured / --fetch-batches come from the bounds "
+                + "(MisconfiguredServers, KafkaFetchReturnsBatches) under --bounds");
+        }
+        List<String> misconfigured = list(o.get("misconfigured"));
+        int readBatches = Integer.parseInt(o.getOrDefault("fetch-batches", "1"));
         for (long seed : seeds) {
             TreeMap<String, Object> meta = new TreeMap<>();
             meta.put("kind", "meta");
@@ -150,9 +157,11 @@ public final class Main {
             meta.put("steps_budget", steps);
             meta.put("faults_until", faultsUntil);
             meta.put("bounds_config", bounds == null ? null : bounds.config);
-            meta.put("constants", Simulation.constants(voters, observers, values, bounds));
+            meta.put("constants", Simulation.constants(voters, observers, values, bounds, misconfigured));
             Simulation sim = new Simulation(seed, faults, steps, voters, observers, values, bounds,
                 plant, faultsUntil);
+            sim.misconfigured = misconfigured;
+            sim.readBatches = readBatches;
             try (RawWriter w = new RawWriter(out, seed)) {
                 sim.run(w, meta);
                 w.commit();

@@ -74,6 +74,7 @@ import org.apache.kafka.raft.QuorumState;
  *                    Leader's highWatermark passes Len(ghostCommitted), the records of its log up
  *                    to the HWM are appended, tagged with its epoch
  * ghostVotes[i]      computed by the harness: the candidates i voted for in its current epoch
+ *                    (a leader: itself too, as a lone voter's candidacy is never observed)
  *                    (votedId after each step, cleared when the epoch grows; survives restarts)
  * </pre>
  */
@@ -139,6 +140,9 @@ final class Projection {
     }
 
     View view(Replica r) {
+        if (r.client == null) {
+            return diskView(r);
+        }
         QuorumState q = KraftAccess.quorum(r.client);
         View v = new View();
         v.epoch = q.epoch();
@@ -185,6 +189,27 @@ final class Projection {
             for (int id : KraftAccess.fetchedVoters(q)) {
                 v.fetched.add(name(id));
             }
+        }
+        return v;
+    }
+
+    /** A replica whose KafkaRaftClient has not started yet (the Init line): its disks, an empty
+     *  log and quorum-state file, which KafkaRaftClient.initialize reads as Unattached in epoch 0
+     *  (QuorumState.initialize: ElectionState.withUnknownLeader(0, voters)). */
+    private View diskView(Replica r) {
+        ElectionState e = r.store.peek();
+        if (e != null || r.log.endOffset().offset != 0) {
+            throw new IllegalStateException(r.name + " has state on disk before its first start");
+        }
+        View v = new View();
+        v.epoch = 0;
+        v.votedId = NIL;
+        v.leaderId = NIL;
+        v.role = "Unattached";
+        v.log = log(r);
+        v.highWatermark = r.log.highWatermark().offset;
+        for (String n : voters) {
+            v.endOffsets.put(n, -1L);
         }
         return v;
     }
@@ -388,6 +413,11 @@ final class Projection {
             }
             if (!NIL.equals(v.votedId) && !(restart && r == actor)) {
                 ghostVotes.get(r.name).add(v.votedId);
+            }
+            if ("Leader".equals(v.role)) {
+                // a leader voted for itself in its epoch (transitionToCandidate); a lone voter's
+                // candidacy happens inside one poll and its votedId is never observed
+                ghostVotes.get(r.name).add(r.name);
             }
             if ("Leader".equals(v.role) && v.highWatermark > ghostCommitted.size()) {
                 for (int k = ghostCommitted.size(); k < v.highWatermark && k < v.log.size(); k++) {

@@ -25,15 +25,23 @@ final class Replica {
     static final int FETCH_TIMEOUT_MS = 2000;
     static final int LINGER_MS = 0;
     static final int FETCH_MAX_WAIT_MS = 0;
-    static final String CLUSTER_ID = "cluster-A";   // MCKRaft!MCClusterOf for every server
+    static final String CLUSTER_ID = "cluster-A";   // MCKRaft!MCClusterOf of a correct server
+    static final String OTHER_CLUSTER_ID = "cluster-B";   // ... of a MisconfiguredServers member
 
     final String name;
     final int id;
     final boolean voter;
     final NodeClock clock;
+    /** The cluster id the replica was formatted with (meta.properties; a disk loss keeps it, as
+     *  refimpl KRaftAdapter.lose_disk: the operator re-formats with the same id). */
+    String clusterId = CLUSTER_ID;
+    /** Batches a leader's read returns at most (HarnessLog.readLimit; kept across disk loss). */
+    int readBatches = 1;
     HarnessLog log;
     QuorumStore store;
     InboundQueue queue;
+    /** The client's Random (serve mode steers an observer's voter choice: SteerableRandom). */
+    Random random;
     KafkaRaftClient<String> client;
     Metrics metrics;
     boolean up;
@@ -43,24 +51,28 @@ final class Replica {
         this.id = id;
         this.voter = voter;
         this.clock = new NodeClock(nowMs);
-        this.log = new HarnessLog(name, "lying-flush".equals(plant));
+        this.log = new HarnessLog(name, "lying-flush".equals(plant), this);
         this.store = new QuorumStore("forgetful-store".equals(plant));
     }
 
     /** Disk loss: a freshly formatted replica (empty log, no quorum-state file). */
     void loseDisk(String plant) {
-        this.log = new HarnessLog(name, "lying-flush".equals(plant));
+        HarnessLog old = log;
+        this.log = new HarnessLog(name, "lying-flush".equals(plant), this);
+        this.log.listener = old.listener;
+        this.log.readLimit = readBatches;
         this.store = new QuorumStore("forgetful-store".equals(plant));
     }
 
     /** Start (or restart) the Kafka client over the kept log and store; {@code taken} hears
      *  each inbound message the client takes from its queue (after the poll's timer work). */
     void start(Network net, RaftConfig config, Random random, InboundQueue.TakeListener taken) {
+        this.random = random;
         queue = new InboundQueue(this, taken);
         metrics = new Metrics(clock);
         client = KraftAccess.newClient(new StringSerde(), net.channel(this), queue, log, store,
             new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES), clock, metrics,
-            new MockExpirationService(clock), FETCH_MAX_WAIT_MS, CLUSTER_ID, id,
+            new MockExpirationService(clock), FETCH_MAX_WAIT_MS, clusterId, id,
             new LogContext("[" + name + "] "), random, config);
         client.initialize();
         up = true;

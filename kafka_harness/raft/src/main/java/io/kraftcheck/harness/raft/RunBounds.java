@@ -16,7 +16,11 @@ import com.fasterxml.jackson.databind.JsonNode;
  * {"config": NAME, "constants": {...}}) that bound a run, as refimpl/sim/bounds.py and
  * refimpl/kraft/adapter.py (KRaftBounds) read them: servers, observers, values, MaxEpoch,
  * MaxLogLength, MaxRestarts, MaxInFlight, TimeoutVoters, MaxClientRequests.  Sets may be JSON
- * arrays or {"#set": [...]}.
+ * arrays or {"#set": [...]}.  Two more the harness honours: MisconfiguredServers (those replicas
+ * are formatted with another cluster id, MCKRaft's MCClusterOf "cluster-B") and the switch
+ * KafkaFetchReturnsBatches (TRUE: a leader's read returns what Kafka's MockLog returns, up to two
+ * batches, where the spec's FetchResponse without the switch carries one record).  A config
+ * without Max* constants bounds nothing but the cluster (an unbounded run of that topology).
  */
 final class RunBounds {
     final String config;
@@ -30,6 +34,8 @@ final class RunBounds {
     Integer maxRestarts;
     Integer maxInFlight;
     Integer maxClientRequests;
+    List<String> misconfigured = new ArrayList<>();
+    boolean fetchReturnsBatches;
 
     private RunBounds(String config) {
         this.config = config;
@@ -72,21 +78,22 @@ final class RunBounds {
         b.maxRestarts = integer(f, c, "MaxRestarts", "MaxCrashes");
         b.maxInFlight = integer(f, c, "MaxInFlight", "MaxMessages", "MaxMsgs");
         b.maxClientRequests = integer(f, c, "MaxClientRequests", "MaxAppends");
-        JsonNode mis = c.get("MisconfiguredServers");
-        if (mis != null && !setElements(mis).isEmpty()) {
-            throw new IllegalArgumentException(f + ": constants: MisconfiguredServers is not empty "
-                + "(the Kafka harness runs one cluster id)");
+        List<String> mis = names(f, c, "MisconfiguredServers");
+        if (mis != null) {
+            for (String m : mis) {
+                if (!b.voters.contains(m) && !b.observers.contains(m)) {
+                    throw new IllegalArgumentException(f + ": constants.MisconfiguredServers: " + m
+                        + " is neither a voter nor an observer");
+                }
+                b.misconfigured.add(m);
+            }
         }
+        JsonNode batches = c.get("KafkaFetchReturnsBatches");
+        if (batches != null && !batches.isBoolean()) {
+            throw new IllegalArgumentException(f + ": constants.KafkaFetchReturnsBatches must be TRUE or FALSE");
+        }
+        b.fetchReturnsBatches = batches != null && batches.asBoolean();
         return b;
-    }
-
-    private static List<JsonNode> setElements(JsonNode n) {
-        List<JsonNode> out = new ArrayList<>();
-        JsonNode arr = n.isObject() && n.has("#set") ? n.get("#set") : n;
-        if (arr.isArray()) {
-            arr.forEach(out::add);
-        }
-        return out;
     }
 
     private static List<String> names(File f, JsonNode c, String... keys) {

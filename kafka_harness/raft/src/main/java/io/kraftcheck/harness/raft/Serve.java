@@ -127,7 +127,23 @@ final class Serve {
                 if (to == null) {
                     throw new IllegalArgumentException("no replica " + cmd.get("to"));
                 }
-                cluster.deliver(m, to);
+                // "read_limit": the batches the receiver's log read returns while it handles
+                // this message (a leader answering a Fetch with that many records: Kafka's fetch
+                // max bytes; HarnessLog.readLimit), for this delivery only
+                int limit = cmd.has("read_limit") ? cmd.get("read_limit").asInt() : 1;
+                if (limit < 1) {
+                    throw new IllegalArgumentException("read_limit must be at least 1");
+                }
+                HarnessLog log = to.log;
+                int before = log.readLimit;
+                if (cmd.has("read_limit")) {
+                    log.readLimit = limit;
+                }
+                try {
+                    cluster.deliver(m, to);
+                } finally {
+                    log.readLimit = before;
+                }
                 break;
             }
             case "drop":
@@ -141,9 +157,16 @@ final class Serve {
                 break;
             case "advance": {
                 Replica r = node(cmd);
-                r.clock.advanceTo(r.clock.milliseconds() + cmd.get("ms").asLong());
-                cluster.nowMs = Math.max(cluster.nowMs, r.clock.milliseconds());
-                cluster.settle(r);
+                SteerableRandom steer = fetchTo(cmd, r);
+                try {
+                    r.clock.advanceTo(r.clock.milliseconds() + cmd.get("ms").asLong());
+                    cluster.nowMs = Math.max(cluster.nowMs, r.clock.milliseconds());
+                    cluster.settle(r);
+                } finally {
+                    if (steer != null) {
+                        steer.unsteer();
+                    }
+                }
                 break;
             }
             case "restart": {
@@ -180,6 +203,33 @@ final class Serve {
         if (lastState == null) {
             lastState = new TreeMap<>();
         }
+    }
+
+    /** {@code "fetch_to": VOTER} of an advance at an observer: its next random voter choice
+     *  (RequestManager.findReadyVoter draws {@code nextInt(voters)} and, every voter ready, takes
+     *  the voter before the drawn index) is steered to that voter -- one of the "any of the voters
+     *  at random" (KIP-595 "BeginQuorumEpoch") that the seeded Random might have drawn. */
+    private SteerableRandom fetchTo(JsonNode cmd, Replica r) {
+        if (!cmd.has("fetch_to") || cmd.get("fetch_to").isNull()) {
+            return null;
+        }
+        Replica to = cluster.byName.get(cmd.get("fetch_to").asText());
+        if (to == null || !to.voter) {
+            throw new IllegalArgumentException("fetch_to: no voter " + cmd.get("fetch_to"));
+        }
+        if (r.voter || !(r.random instanceof SteerableRandom)) {
+            throw new IllegalArgumentException("fetch_to: " + r.name + " is not an observer");
+        }
+        List<Integer> ids = new ArrayList<>();
+        for (Replica x : cluster.byName.values()) {
+            if (x.voter) {
+                ids.add(x.id);
+            }
+        }
+        java.util.Collections.sort(ids);   // Kafka's voter list: the ids of a HashSet, ascending
+        SteerableRandom steer = (SteerableRandom) r.random;
+        steer.steer(ids.size(), (ids.indexOf(to.id) + 1) % ids.size());
+        return steer;
     }
 
     /** Fire the replica's current timer: move its clock forward 50 ms at a time (at most 10 s)

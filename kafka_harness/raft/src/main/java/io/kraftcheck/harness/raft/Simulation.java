@@ -25,6 +25,10 @@ final class Simulation {
     final String plant;
     final Long faultsUntil;
 
+    /** Harness options of an unbounded run (bounded runs take them from the bounds). */
+    List<String> misconfigured = new ArrayList<>();
+    int readBatches = 1;
+
     private Random rnd;
     private Scheduler sched;
     private Cluster c;
@@ -64,6 +68,10 @@ final class Simulation {
         rnd = new Random(seed);
         sched = new Scheduler();
         c = new Cluster(voters, observers, new Random(rnd.nextLong()), bounds, plant, out);
+        if (bounds == null) {
+            c.misconfigure(misconfigured);
+            c.readBatches(readBatches);
+        }
         c.messages = m -> fate(m, true);
         out.line(meta);
         try {
@@ -261,6 +269,11 @@ final class Simulation {
     }
 
     private boolean crashAllowed(Replica r) {
+        if (r.voter && voters.size() == 1) {
+            // a lone voter's restart is Resigned -> Candidate -> Leader inside
+            // KafkaRaftClient.initialize: the Restart state is never observable apart
+            return false;
+        }
         if (bounds == null || bounds.maxEpoch == null) {
             return true;
         }
@@ -402,7 +415,7 @@ final class Simulation {
     }
 
     static Map<String, Object> constants(List<String> voters, List<String> observers,
-                                         List<String> values, RunBounds b) {
+                                         List<String> values, RunBounds b, List<String> misconfigured) {
         TreeMap<String, Object> m = new TreeMap<>();
         if (b != null) {
             m.putAll(b.constants);
@@ -410,6 +423,7 @@ final class Simulation {
         m.put("Voters", setOf(voters));
         m.put("Observers", setOf(observers));
         m.put("Values", setOf(values));
+        m.put("MisconfiguredServers", setOf(b != null ? b.misconfigured : misconfigured));
         return m;
     }
 

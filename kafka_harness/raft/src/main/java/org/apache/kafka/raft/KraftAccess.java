@@ -21,16 +21,24 @@ import org.apache.kafka.server.common.serialization.RecordSerde;
  * {@code org.apache.kafka.raft} so that it can call package-private constructors and methods; the
  * jars are plain classpath jars).  Read-only except {@link #newClient}.
  *
- * <p>Reflection is used for exactly two private fields that have no accessor in 3.7:
+ * <p>Reflection is used for private fields that have no accessor in 3.7:
  * {@code KafkaRaftClient.requestManager} (to ask whether a response is still expected, i.e. its
- * correlation id is the outstanding one) and {@code LeaderState.fetchedVoters} (the check-quorum
- * window, the spec's fetchedSinceCheck).
+ * correlation id is the outstanding one), {@code LeaderState.fetchedVoters} (the check-quorum
+ * window, the spec's fetchedSinceCheck), and the election / check-quorum {@code Timer}s of the
+ * epoch states, which {@link #holdTimers} pushes back (bounded runs; FollowerState has a public
+ * {@code resetFetchTimeout}, used instead).
  */
 public final class KraftAccess {
     private KraftAccess() { }
 
     private static final Field REQUEST_MANAGER = field(KafkaRaftClient.class, "requestManager");
     private static final Field FETCHED_VOTERS = field(LeaderState.class, "fetchedVoters");
+    private static final Field UNATTACHED_TIMER = field(UnattachedState.class, "electionTimer");
+    private static final Field VOTED_TIMER = field(VotedState.class, "electionTimer");
+    private static final Field CANDIDATE_TIMER = field(CandidateState.class, "electionTimer");
+    private static final Field CANDIDATE_BACKOFF = field(CandidateState.class, "backoffTimer");
+    private static final Field RESIGNED_TIMER = field(ResignedState.class, "electionTimer");
+    private static final Field CHECK_QUORUM_TIMER = field(LeaderState.class, "checkQuorumTimer");
 
     private static Field field(Class<?> c, String name) {
         try {
@@ -99,6 +107,41 @@ public final class KraftAccess {
         } catch (IllegalAccessException e) {
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * Hold a voter's timers that would start an election (or resign a leader): each is restarted
+     * from {@code nowMs} with {@code holdMs}, as if the replica had just heard from its quorum.
+     * The harness calls it before every poll of a replica whose next election would leave the
+     * bounds (MaxEpoch reached, or not in TimeoutVoters); its request timers, back-offs and
+     * fetches run on (refimpl/kraft/adapter.py: the bounded simulator never fires such a timer).
+     * A leader's check-quorum timer only when {@code leaderToo}.
+     */
+    public static void holdTimers(QuorumState q, long nowMs, long holdMs, boolean leaderToo) {
+        try {
+            if (q.isFollower()) {
+                q.followerStateOrThrow().resetFetchTimeout(nowMs);
+            } else if (q.isUnattached()) {
+                restart(UNATTACHED_TIMER.get(q.unattachedStateOrThrow()), nowMs, holdMs);
+            } else if (q.isVoted()) {
+                restart(VOTED_TIMER.get(q.votedStateOrThrow()), nowMs, holdMs);
+            } else if (q.isCandidate()) {
+                restart(CANDIDATE_TIMER.get(q.candidateStateOrThrow()), nowMs, holdMs);
+                restart(CANDIDATE_BACKOFF.get(q.candidateStateOrThrow()), nowMs, holdMs);
+            } else if (q.isResigned()) {
+                restart(RESIGNED_TIMER.get(q.resignedStateOrThrow()), nowMs, holdMs);
+            } else if (q.isLeader() && leaderToo) {
+                restart(CHECK_QUORUM_TIMER.get(q.leaderStateOrThrow()), nowMs, holdMs);
+            }
+        } catch (IllegalAccessException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static void restart(Object timer, long nowMs, long holdMs) {
+        org.apache.kafka.common.utils.Timer t = (org.apache.kafka.common.utils.Timer) timer;
+        t.update(nowMs);
+        t.reset(holdMs);
     }
 
     public static long epochStartOffset(QuorumState q) {
