@@ -11,7 +11,13 @@ Trace ids: `kafka-kraft-<faults>-<seed>`, with a planted environment fault
 with the protocol `kafka-kraft`), so they never collide with the refimpl's in one corpus.
 
 Under `--bounds CFG` the config's constants are handed to the harness as BOUNDS.json
-({"config": NAME, "file": PATH, "constants": {...}}), which keeps the run inside them.
+({"config": NAME, "file": PATH, "constants": {...}}), which keeps the run inside them (holding the
+election timers that would leave MaxEpoch / TimeoutVoters, so a run lasts its --steps) and takes
+the cluster from them: any number of Voters (one: Kafka's single-node quorum), Observers,
+MisconfiguredServers (formatted with cluster-B, MCKRaft's MCClusterOf; the online invariants use
+the same cluster ids) and KafkaFetchReturnsBatches (TRUE: a leader's read is not cut to one
+record).  A config without Max* constants bounds only the cluster: kafka_harness/raft/bounds/ has
+the four the findings F4, F10, F11, F12 need (docs/kafka-conformance.md).
 
 Planted environment faults (`--plant`, faults Kafka is not built to survive; the harness plants
 them): lying-flush (the log reports a flush it did not do and loses the suffix on restart),

@@ -1,4 +1,4 @@
-"""Which documented Kafka 3.7 finding (docs/kafka-conformance.md, F1..F12) explains a step that
+"""Which documented Kafka 3.7 finding (docs/kafka-conformance.md, F1..F14) explains a step that
 the KIP-595 judge rejects.  A pure function of the trace's two states around the failing step
 and the step's action: it names every finding whose Kafka behaviour the step shows, so a corpus
 can be counted per finding and a test can assert that its seed reproduces its finding.
@@ -28,6 +28,8 @@ FINDINGS = {
     "F10": "KafkaFetchReturnsBatches",
     "F11": "KafkaObserverFetchesAnyVoter",
     "F12": "KafkaLeaderFlushAdvancesHwm",
+    "F13": "KafkaObserverLogNotFlushed",
+    "F14": "KafkaTruncationKeepsUnknownEpoch",
 }
 
 
@@ -131,13 +133,50 @@ def explain_step(before: dict, after: dict, action: str, params: dict,
         i = m.get("src")
         if i not in voters and role1.get(i) == "Follower" and m.get("dest") != after["leaderId"][i]:
             out.append("F11")
+    # H3 (open, no switch yet): a replica that learns its epoch's leader from a FetchResponse
+    # appends the response's records in the same step (KafkaRaftClient.maybeHandleCommonResponse:
+    # "allows an observer to discover the leader and append to the log in the same Fetch")
+    if action == "ReceiveFetchResponse":
+        m = params.get("msg", {})
+        i = m.get("dest")
+        if i in role1 and before["leaderId"][i] == NIL and role1[i] == "Follower" \
+                and role0[i] in ("Unattached", "Voted", "Candidate") \
+                and after["currentEpoch"][i] == before["currentEpoch"][i] \
+                and after["log"][i] != before["log"][i]:
+            out.append("H3")
     # F12: the leader's HWM moves without a Fetch
     if action in ("ClientRequest", "AdvanceHighWatermarkOnFlush", "Timeout", "ReceiveVoteResponse"):
         for i in role1:
             if role1[i] == "Leader" and after["highWatermark"][i] > before["highWatermark"][i]:
                 out.append("F12")
                 break
+    # F13: an observer's restart loses records of its log (it never flushed them)
+    if action == "Restart":
+        i = params.get("node")
+        if i is not None and i not in voters and len(after["log"][i]) < len(before["log"][i]):
+            out.append("F13")
+    # F14: a DivergingEpoch whose epoch the follower lacks: Kafka cuts at the end of its own
+    # largest epoch below it, not at the leader's EndOffset
+    if action == "ReceiveFetchResponse":
+        m = params.get("msg", {})
+        i, div = m.get("dest"), m.get("divergingEpoch", NO_DIVERGENCE)
+        if i in after["log"] and div != NO_DIVERGENCE and div["epoch"] > 0:
+            log0 = before["log"][i]
+            kept = end_offset_for_epoch(log0, div["epoch"])
+            if largest_epoch_at_most(log0, div["epoch"]) != div["epoch"] \
+                    and kept > div["endOffset"] and len(after["log"][i]) == kept:
+                out.append("F14")
     return out
+
+
+def largest_epoch_at_most(log: list[dict], epoch: int) -> int:
+    """KRaftLog!LargestEpochAtMost: the largest epoch <= epoch with a record in log, else 0."""
+    return max([0] + [r["epoch"] for r in log if r["epoch"] <= epoch])
+
+
+def end_offset_for_epoch(log: list[dict], epoch: int) -> int:
+    """KRaftLog!EndOffsetForEpoch: the offset of the first record of an epoch > epoch."""
+    return next((k for k, r in enumerate(log) if r["epoch"] > epoch), len(log))
 
 
 def _set(v) -> list:

@@ -45,8 +45,11 @@ def test_kraft_graph_3voters_reaches_restarts_and_diverging_logs(tlc_toolchain):
 
 
 def test_elr_graph_rf3_puts_a_third_replica_in_the_elr(tlc_toolchain):
+    # 3,440,424 states since the asynchronous metadata of issue 13 (the manifest's pin; the
+    # dump is over 6.6 GB: docs/graph-coverage.md, so this runs on a larger machine than CI's)
     g = load_graph("elr-graph-rf3", timeout=7200).graph
-    assert len(g) == 57606 and not g.meta["merged_states"]
+    assert len(g) == resolve_entry("elr-graph-rf3").distinct_states == 3440424
+    assert not g.meta["merged_states"]
     assert {"UncleanShutdown", "RestartBroker", "FenceBroker", "ShrinkIsr"} <= set(g.actions)
     assert set(g.actions) <= set(spec_actions(resolve_entry("elr-graph-rf3")))
     elr = g.codec.position["elr"]

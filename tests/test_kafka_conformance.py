@@ -26,7 +26,7 @@ from refimpl.sim.bounds import parse_cfg
 
 DOC = REPO_ROOT / "docs" / "kafka-conformance.md"
 SWITCHES = tuple(FINDINGS.values())
-JUDGES = ("kraft-graph-small-kafka-3.7", "kraft-ci-kafka-3.7")
+JUDGES = ("kraft-graph-small-kafka-3.7", "kraft-ci-kafka-3.7", "kraft-ci-kafka-3.7-observer")
 ONE_SWITCH = {   # config -> the switches it turns on (the deviation it model-checks alone)
     "kraft-ci-kafka-vote-forgotten-on-leader": {"KafkaVoteForgottenOnLeader"},
     "kraft-ci-kafka-check-quorum-resigns": {"KafkaCheckQuorumResigns"},
@@ -42,6 +42,8 @@ ONE_SWITCH = {   # config -> the switches it turns on (the deviation it model-ch
     "kraft-ci-kafka-observer-fetches-any-voter": {"KafkaObserverFetchesAnyVoter"},
     "kraft-ci-kafka-leader-flush-advances-hwm": {"KafkaLeaderFlushAdvancesHwm"},
     "kraft-ci-kafka-liveness-single-voter": {"KafkaLeaderFlushAdvancesHwm"},
+    "kraft-ci-kafka-observer-log-not-flushed": {"KafkaObserverLogNotFlushed"},
+    "kraft-deep-kafka-truncation-keeps-unknown-epoch": {"KafkaTruncationKeepsUnknownEpoch"},
 }
 
 

@@ -194,24 +194,26 @@ def test_kafka_replays_against_its_own_judge(tmp_path):
     from kafka_bridge.toolchain import JARS
     if not JARS["raft"].is_file() and os.environ.get("CI", "").lower() not in ("1", "true"):
         pytest.skip("the Kafka harness is not built (make setup)")
-    res = run_replay(KAFKA_GRAPH, "kafka", "sample 20", seed=0, out=tmp_path)
+    from trace_checker.replay.run import expected_verdicts
+
+    res = run_replay(KAFKA_GRAPH, "kafka", "sample 20", seed=0, out=tmp_path, validate=False)
     rep = res.report
     outcomes = [(o.action, o.outcome, o.step, o.explained) for o in res.run.outcomes]
     assert {k: rep[k] for k in KAFKA_SAMPLE} == KAFKA_SAMPLE, outcomes
     assert rep["explained"] == KAFKA_CLASSES, outcomes
     assert all(o.explained for o in res.run.outcomes if o.outcome != "replayed"), outcomes
-    # the divergence traces: written, judged by the trace checker, the verdicts replay expects
-    v = rep["validate"]
-    assert v["traces"] == len(list((tmp_path / "divergences").glob("*.jsonl"))) >= 2
-    assert v["agree"], v
-    assert set(v["expected"].values()) == {"valid", "invalid"}, v
+    # the divergence traces: written, judged by `kraftcheck validate` (run_replay's own
+    # validation is the same code, validate_corpus), the verdicts replay expects
+    expected = expected_verdicts(res.run, res.traces)
+    assert len(expected) == len(list((tmp_path / "divergences").glob("*.jsonl"))) >= 2
+    assert set(expected.values()) == {"valid", "invalid"}, expected
     cli = subprocess.run([sys.executable, "-m", "kraftcheck", "validate", "--graph", KAFKA_GRAPH,
                           str(tmp_path / "divergences"), "--json"],
                          capture_output=True, text=True, cwd=REPO_ROOT, timeout=900)
     assert cli.returncode == 1, cli.stdout + cli.stderr      # one trace is invalid (H3)
     judged = {r["file"].rsplit("/", 1)[-1][:-len(".jsonl")]: r["verdict"]
               for r in json.loads(cli.stdout)["results"]}
-    assert judged == v["expected"], (judged, v["expected"])
+    assert judged == expected, (judged, expected)
 
 
 def _renumbered(g, seed: int):
@@ -263,3 +265,63 @@ def test_kafka_spec_event_asks_for_the_records_of_the_response():
         {"msgs": make_fn({make_fn({"type": "FetchResponse", "src": "n2", "dest": "n1",
                                    "records": (make_fn({"epoch": 1, "value": "v1"}),) * 2}): 1})})
     assert ev["kind"] == "deliver" and ev["read_limit"] == 2 and ev["node"] == "n2"
+
+
+# ---- KIP-966 (elr-graph-small): the ELR driver (trace_checker/replay/elr.py) ----------------
+
+ELR_GRAPH = "elr-graph-small"
+
+
+@pytest.fixture(scope="module")
+def elr_graph(tlc_toolchain):
+    return load_graph(ELR_GRAPH).graph
+
+
+def _elr_driver(g):
+    d, _, protocol = make_driver("refimpl", resolve_entry(ELR_GRAPH), g, None)
+    assert protocol == "elr"
+    return d
+
+
+def test_elr_driver_starts_in_either_initial_state(elr_graph):
+    """spec Init lets either broker lead epoch 1: the driver starts in each (reset_to)."""
+    g = elr_graph
+    assert len(g.initial) == 2
+    d = _elr_driver(g)
+    for s in g.initial:
+        st = d.reset_to(g.state(s))
+        assert d.canonical_state(st) == g.state(s)
+
+
+def test_elr_every_action_replays_near_init(elr_graph):
+    """Each action label of elr-graph-small replays on one of its shallowest edges (the path
+    from either initial state driven event by event), the others are explained."""
+    g = elr_graph
+    from trace_checker.replay.engine import bfs_tree, spec_path
+    tree = bfs_tree(g, list(g.initial))
+    by_label: dict[str, list] = {}
+    for s, lst in enumerate(g.succ):
+        if s not in tree:
+            continue
+        for a, t in lst:
+            by_label.setdefault(g.actions[a], []).append((len(spec_path(tree, s)), (s, a, t)))
+    targets = [e for lst in by_label.values() for _, e in sorted(lst)[:3]]
+    run = replay(g, _elr_driver(g), targets, "sample", explain=explainer("elr", "refimpl"))
+    replayed = {o.action for o in run.outcomes if o.outcome == "replayed"}
+    assert replayed == set(by_label)
+    assert all(o.outcome != "diverged" for o in run.outcomes), \
+        [o.reason for o in run.outcomes if o.outcome == "diverged"]
+
+
+def test_elr_seeded_sample_is_replayed_or_explained(elr_graph):
+    """A seeded sample: no divergence; every edge not replayed carries one of the ELR
+    driver's explained classes (the refimpl's leader checks a follower's eligibility, ...)."""
+    g = elr_graph
+    targets = select_edges(g, "sample", 25, seed=2)
+    run = replay(g, _elr_driver(g), targets, "sample", explain=explainer("elr", "refimpl"))
+    assert len(run.outcomes) == 25
+    assert sum(o.outcome == "replayed" for o in run.outcomes) >= 10
+    for o in run.outcomes:
+        assert o.outcome != "diverged", o.reason
+        if o.outcome == "not_drivable":
+            assert o.explained, o.reason

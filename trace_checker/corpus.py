@@ -406,11 +406,12 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
     # Sources known up front: every observed complete state but the last of each trace; when
     # the next state is complete too, TLC only judges that step (a targeted run).
     sources, targets = [], {}
+    claims: dict[int, set[str]] = {}      # source -> the actions its targeted steps claim
     chains: list[list[int]] = []          # each trace's complete source states, in step order
     nexts: list[list[int | None]] = []    # the complete state after each of them, or None
     for t, keys in runs:
         chain, after = [], []
-        for key, nxt in zip(keys, keys[1:]):
+        for key, nxt, step in zip(keys, keys[1:], t.steps[1:]):
             if None not in key:
                 s = g.add_state(key)
                 chain.append(s)
@@ -420,11 +421,12 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
                 else:
                     d = g.add_state(nxt)
                     targets.setdefault(s, set()).add(d)
+                    claims.setdefault(s, set()).add(step.action)
                     after.append(d)
         chains.append(chain)
         nexts.append(after)
     prune = _pruner(chains, nexts)
-    nb.expand(targets, targets=targets, prune=prune)
+    nb.expand(targets, targets=targets, prune=prune, claims=claims)
     nb.expand(sources, prune=prune)
     actions = _spec_actions(base)
     pending = [TraceRun(t, keys, g, actions=actions) for t, keys in runs]

@@ -25,7 +25,7 @@ from kraftcore.tlc.cfg import parse_cfg
 from kraftcore.tlc.manifest import ConfigEntry
 from trace_checker.graph import StateGraph
 
-__all__ = ["spec_actions", "graph_coverage", "action_coverage", "coverage_lines"]
+__all__ = ["spec_actions", "next_disjuncts", "graph_coverage", "action_coverage", "coverage_lines"]
 
 _DEF = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*==", re.M)
 _QUANT = re.compile(r"^\s*\\[EA]\s[^:]*:\s*")
@@ -181,6 +181,39 @@ def spec_actions(entry: ConfigEntry) -> list[str]:
                 labels.append(name)
     walk(nxt)
     return labels
+
+
+def next_disjuncts(entry: ConfigEntry) -> list[tuple[str, str]] | None:
+    """The top-level disjuncts of the config's next-state relation as (label, text), when each
+    is one line that TLC labels with its own operator's name only: the labels, in order, are
+    exactly spec_actions' reading of the relation (no disjunct is split further, no two share
+    a name).  None otherwise.  Neighbourhood mode's targeted runs use them to compute, for a
+    source state, only the successors of the actions its observed steps claim (the other
+    labels can never make those steps valid; neighbourhood.py)."""
+    try:
+        cfg = parse_cfg(entry.cfg_path)
+    except Exception:  # noqa: BLE001 - None: the caller uses the whole relation
+        return None
+    defs = _definitions(entry.module_path, [entry.module_path.parent, SPEC_DIR])
+    nxt = _next_name(cfg, defs)
+    if nxt is None or nxt not in defs:
+        return None
+    out: list[tuple[str, str]] = []
+    for d in _disjuncts(defs[nxt]):
+        if "\n" in d:
+            return None
+        rest, q = d, _QUANT.match(d)
+        while q:
+            rest = rest[q.end():]
+            q = _QUANT.match(rest)
+        m = _APPLY.match(rest)
+        if m is None or m.group(1) not in defs:
+            return None
+        out.append((m.group(1), d))
+    names = [n for n, _ in out]
+    if len(set(names)) != len(names) or spec_actions(entry) != names:
+        return None
+    return out
 
 
 def graph_coverage(g: StateGraph, paths: Iterable[list[int]], actions: Iterable[str] = ()

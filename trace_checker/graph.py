@@ -46,6 +46,9 @@ class StateGraph:
         # neighbourhood graphs: source -> the next states whose edges from the source are all
         # known (a targeted TLC run, see neighbourhood.py); its other successors are not
         self.targeted: dict[int, set[int]] = {}
+        # (source, next) of a targeted run restricted to claimed actions: those actions, the
+        # only ones whose edges source -> next are known (absent: every action's are)
+        self.step_actions: dict[tuple[int, int], frozenset[str]] = {}
         self._nx: nx.DiGraph | None = None
 
     # ---- building ----------------------------------------------------------------------
@@ -152,9 +155,16 @@ class StateGraph:
     def edge_count(self) -> int:
         return sum(len(s) for s in self.succ)
 
-    def knows_step(self, s: int, t: int) -> bool:
-        """Are all edges s -> t known (s fully expanded, or t a target of a targeted run)?"""
-        return self.complete or s in self.expanded or t in self.targeted.get(s, ())
+    def knows_step(self, s: int, t: int, action: str | None = None) -> bool:
+        """Are the edges s -> t known (s fully expanded, or t a target of a targeted run)?
+        With `action`: those labelled `action` (a run restricted to claimed actions knows
+        only theirs); without: every edge s -> t."""
+        if self.complete or s in self.expanded:
+            return True
+        if t not in self.targeted.get(s, ()):
+            return False
+        only = self.step_actions.get((s, t))
+        return only is None or (action is not None and action in only)
 
     def successors(self, s: int) -> list[tuple[str, int]]:
         acts = self.actions

@@ -28,6 +28,22 @@ still computes every successor, but dumps only the observed ones, so the dump an
 grow with the corpus, not with the spec's branching.  A source expanded this way is `targeted`,
 not `expanded`; the full successors are computed later only where a diagnosis needs them.
 
+Claimed actions.  A step is valid only by an edge labelled with the action the step claims
+(partial.py), so a targeted run needs, of each source, only the successors of the actions its
+observed steps claim (`expand(..., claims=...)`).  When every disjunct of the config's Next is
+one line that TLC labels with its own operator's name (coverage.next_disjuncts), the run's
+relation is
+
+    TC_Step_A == <<vars>> \\in TC_Claim_A /\\ (A's disjunct of Next, verbatim)
+    TC_Next == TC_Step_A \\/ TC_Step_B \\/ ...
+
+with TC_Claim_A the sources claiming A; TLC labels its edges TC_Step_A, read back as A.  A
+source's edges by a claimed action are exactly Next's edges with that label; the others are
+never computed (a Fetch answered with any number of records, under KafkaFetchReturnsBatches,
+made most of the successors of Kafka traces' states).  The graph records which actions were
+judged for a step (`StateGraph.knows_step`), so a trace claiming another action of the same
+step gets the source's full successors.
+
 Size.  States are written through `SharedValues` (tlashare.py: every distinct value once, long
 sequences cut into shared pieces), and a batch is closed when its text reaches a budget
 derived from TLC's heap (`text_budget`), or `chunk` states.  TLC's out-of-memory error is
@@ -60,7 +76,7 @@ from kraftcore.tlc.runner import run_config
 from kraftcore.values import Value
 from trace_checker.cache import cache_dir
 from trace_checker.codec import Codec
-from trace_checker.coverage import next_relation
+from trace_checker.coverage import next_disjuncts, next_relation
 from trace_checker.dot import read_dump, split_escaped_label
 from trace_checker.graph import GraphFormatError, StateGraph
 from trace_checker.tlagen import ModelValues, Unwritable, cfg_constants
@@ -153,6 +169,8 @@ class Neighbourhood:
         self.status = status
         self.budget = text_budget()
         self._have_inits = False
+        self._disjuncts: list[tuple[str, str]] | None | bool = False    # False: not read yet
+        self._claims: dict[int, frozenset[str]] | None = None
 
     # ---- generation --------------------------------------------------------------------
     def _module(self, name: str, body: str, mv: ModelValues, extends: str = "") -> str:
@@ -162,9 +180,9 @@ class Neighbourhood:
                 f"EXTENDS {base}, TLC{extends}\n{mv.declarations()}{body}====\n")
 
     def _cfg(self, init: str, constraint: str, mv: ModelValues,
-             action_constraint: str | None = None) -> str:
+             action_constraint: str | None = None, next_name: str | None = None) -> str:
         consts = cfg_constants(self.cfg, self.overrides) + mv.bindings()
-        return (f"INIT {init}\nNEXT {self.next_name}\n"
+        return (f"INIT {init}\nNEXT {next_name or self.next_name}\n"
                 + ("CONSTANTS\n" + "".join(f"  {c}\n" for c in consts) if consts else "")
                 + f"CONSTRAINT {constraint}\n"
                 + (f"ACTION_CONSTRAINT {action_constraint}\n" if action_constraint else ""))
@@ -175,11 +193,11 @@ class Neighbourhood:
 
     def _run(self, tag: str, module_body: str, init: str, constraint: str, mv: ModelValues,
              action_constraint: str | None = None, extends: str = "", what: str = "TLC",
-             isolate: bool = False):
+             isolate: bool = False, next_name: str | None = None):
         """One TLC run; (dump, None) or (None, why).  isolate: the run evaluates the spec on
         trace states, so TLC's evaluation error (EC GENERAL) is this batch's failure (the
         caller splits the batch to find the states at fault), not "TLC cannot run"."""
-        cfg_text = self._cfg(init, constraint, mv, action_constraint)
+        cfg_text = self._cfg(init, constraint, mv, action_constraint, next_name)
         digest = hashlib.sha256((module_body + cfg_text + str(self.base.module_path)).encode())
         name = f"TCN_{tag}_{digest.hexdigest()[:16]}"
         # one folder per process: two checkers may generate the same module at once
@@ -269,7 +287,8 @@ class Neighbourhood:
 
     def expand(self, indices: Iterable[int],
                targets: Mapping[int, Iterable[int]] | None = None,
-               prune: Callable[[set[int], set[tuple[int, int]]], set[int]] | None = None
+               prune: Callable[[set[int], set[tuple[int, int]]], set[int]] | None = None,
+               claims: Mapping[int, Iterable[str]] | None = None
                ) -> dict[int, str]:
         """Compute the successors of the given states; returns {state: why not} for failures.
 
@@ -279,8 +298,13 @@ class Neighbourhood:
         (source, next) steps have failed (every trace observing them stops, or is judged step
         by step, from there); a failing batch's remaining halves skip them, so a
         trace whose states TLC cannot evaluate from step k on costs a few runs, not a run per
-        state.  Pruned sources are left as they were (a later request expands them)."""
+        state.  Pruned sources are left as they were (a later request expands them).
+        `claims` (with `targets`; source -> the actions its observed steps claim): compute
+        only those actions' successors (see the module's docstring)."""
         self._prune = prune
+        self._claims = None
+        if targets is not None and claims is not None and self.disjuncts() is not None:
+            self._claims = {i: frozenset(a) for i, a in claims.items()}
         failures: dict[int, str] = {}
         if targets is None:
             todo = [i for i in dict.fromkeys(indices)
@@ -300,8 +324,16 @@ class Neighbourhood:
                 self._expand_batch(batch, failures, pairs)
         finally:
             self._prune = None
+            self._claims = None
         self.unexpandable.update(failures)
         return failures
+
+    def disjuncts(self) -> list[tuple[str, str]] | None:
+        """Next's disjuncts as (label, text) when a run may be restricted to claimed actions
+        (coverage.next_disjuncts), else None."""
+        if self._disjuncts is False:
+            self._disjuncts = next_disjuncts(self.base) if self.next_name else None
+        return self._disjuncts
 
     def _batches(self, todo: list[int], pairs: dict[int, set[int]] | None) -> list[list[int]]:
         """Cut `todo` into runs of at most `chunk` sources whose text fits the heap budget
@@ -390,7 +422,8 @@ class Neighbourhood:
                 + "TC_Src == {" + ", ".join(refs[i] for i in ok) + "}\n"
                 + f"TC_Init == \\E tc_s \\in TC_Src : {conj}\n"
                 + "TC_OneStep == TLCGet(\"level\") < 2\n")
-        action_constraint = None
+        action_constraint = next_name = None
+        claims = self._claims
         if pairs is not None:
             now = "<<" + ", ".join(self.variables) + ">>"
             nxt = "<<" + ", ".join(f"{v}'" for v in self.variables) + ">>"
@@ -398,10 +431,23 @@ class Neighbourhood:
                 f"<<{refs[i]}, {refs[d]}>>" for i in ok for d in want[i]) + "}\n"
                      + f"TC_Target == <<{now}, {nxt}>> \\in TC_Pairs\n")
             action_constraint = "TC_Target"
+            if claims is not None:
+                steps = self.disjuncts() or []
+                for a, text in steps:
+                    srcs = [refs[i] for i in ok if a in claims.get(i, ())]
+                    body += (f"TC_Claim_{a} == {{" + ", ".join(srcs) + "}\n"
+                             f"TC_Step_{a} == {now} \\in TC_Claim_{a} /\\ ({text})\n")
+                body += "TC_Next ==\n" + "".join(f"    \\/ TC_Step_{a}\n" for a, _ in steps)
+                next_name = "TC_Next"
         what = (f"{'steps of ' if pairs is not None else 'successors of '}{len(ok)} states "
                 f"({self.base.name}{', bounds raised' if self.overrides else ''})")
         raw, err = self._run("nbhd", body, "TC_Init", "TC_OneStep", mv, action_constraint,
-                             ", Sequences" if sv.uses_concat else "", what, isolate=True)
+                             ", Sequences" if sv.uses_concat else "", what, isolate=True,
+                             next_name=next_name)
+        if raw is not None and next_name is not None:
+            # TC_Step_A is A's disjunct of Next: its edges are Next's edges labelled A
+            raw.edges = [(s, d, a[len("TC_Step_"):] if a.startswith("TC_Step_") else a)
+                         for s, d, a in raw.edges]
         if raw is None:
             if len(ok) == 1 and pairs is not None and len(want[ok[0]]) > 1:
                 # one source, several observed steps: TLC compares each candidate successor
@@ -442,3 +488,8 @@ class Neighbourhood:
                 self.graph.targeted.pop(i, None)
             else:
                 self.graph.targeted.setdefault(i, set()).update(want[i])
+                for d in want[i]:
+                    if claims is None:
+                        self.graph.step_actions.pop((i, d), None)
+                    else:
+                        self.graph.step_actions[(i, d)] = claims.get(i, frozenset())

@@ -83,7 +83,8 @@ class TraceRun:
             if not complete:
                 if None not in key and index.get(key) is not None:
                     t = index[key]      # a complete step: a targeted run may have judged it
-                    need = [c for c in cands if not g.knows_step(c, t)]
+                    act = steps[self.k].action
+                    need = [c for c in cands if not g.knows_step(c, t, act)]
                 else:
                     need = [c for c in cands if c not in expanded]
                 if need:

@@ -69,6 +69,9 @@ def report(run: ReplayRun, *, graph_name: str, impl: str, protocol: str, mode: s
         "bug": bug, "edges_mode": mode, "sample": sample, "seed": seed,
         "graph_states": len(run.graph), "graph_edges": run.graph.edge_count,
         **s,
+        # labels of the steps driven and matched on the way (paths' prefixes included): an
+        # action the targets miss is still attempted on the paths to them
+        "actions_driven": sorted({r[1] for r in run.reached.values() if r[0] is not None}),
         "distinct_failures": len(roots),
         "divergences": [_brief(o, behind) for o in roots[:DIVERGENCES_SHOWN]],
         "seconds": round(run.seconds, 3),
