@@ -69,6 +69,9 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
     if isinstance(verdicts, (str, os.PathLike)):
         verdicts = [verdicts]
     vfiles = ingest.expand_inputs(verdicts, (".jsonl", ".json")) if verdicts else None
+    if replay:
+        from spark_trace_analysis.replay_outcomes import check_replay
+        check_replay(replay)           # bad replay folders fail before Spark starts
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:

@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 
 from spark_trace_analysis.ingest import InputError
 
-__all__ = ["OUTCOMES", "read_replay", "replay_tables", "replay_summary", "EDGE_SCHEMA"]
+__all__ = ["OUTCOMES", "check_replay", "read_replay", "replay_tables", "replay_summary", "EDGE_SCHEMA"]
 
 #: Outcomes, in the report's order (not_targeted: an edge of the graph the replay left out).
 OUTCOMES = ("replayed", "diverged", "not_drivable", "not_targeted")
@@ -69,11 +69,10 @@ def _check_edges(path: Path) -> int:
     return n
 
 
-def read_replay(spark: SparkSession, dirs: Sequence[str | os.PathLike]
-                ) -> tuple[DataFrame, list[dict]]:
-    """The edges of every replay folder (impl, graph, src_fp, action, dst_fp, outcome,
-    reason) and one description per folder (impl, graph, edges, the folder)."""
-    frames, meta = [], []
+def check_replay(dirs: Sequence[str | os.PathLike]) -> list[dict]:
+    """Validate the replay folders (before Spark starts: bad input fails fast); one
+    description per folder (impl, graph, edges, the folder)."""
+    meta = []
     for d in dirs:
         d = Path(d)
         rj, ej = d / "replay.json", d / "edges.jsonl"
@@ -90,9 +89,17 @@ def read_replay(spark: SparkSession, dirs: Sequence[str | os.PathLike]
                 raise _error(f"{rj}: field {k!r} missing or not a string")
         n = _check_edges(ej)
         meta.append({"impl": rep["impl"], "graph": rep["graph"], "edges": n, "dir": str(d)})
-        frames.append(spark.read.schema(EDGE_SCHEMA).json(str(ej))
-                      .withColumn("impl", F.lit(rep["impl"]))
-                      .withColumn("graph", F.lit(rep["graph"])))
+    return meta
+
+
+def read_replay(spark: SparkSession, dirs: Sequence[str | os.PathLike]
+                ) -> tuple[DataFrame, list[dict]]:
+    """The edges of every replay folder (impl, graph, src_fp, action, dst_fp, outcome,
+    reason) and one description per folder (check_replay)."""
+    meta = check_replay(dirs)
+    frames = [spark.read.schema(EDGE_SCHEMA).json(str(Path(m["dir"]) / "edges.jsonl"))
+              .withColumn("impl", F.lit(m["impl"])).withColumn("graph", F.lit(m["graph"]))
+              for m in meta]
     df = frames[0]
     for f in frames[1:]:
         df = df.unionByName(f)

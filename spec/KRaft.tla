@@ -88,8 +88,10 @@ CONSTANTS
 (* differs from this module's reading of KIP-595.  They are FALSE in every *)
 (* configuration except the kafka-3.7 judges (tlc_configs/*kafka-3.7*.cfg) *)
 (* and the kraft-ci-kafka-* / kraft-deep-kafka-* configurations that       *)
-(* model-check one deviation each.  With all of them FALSE this module is  *)
-(* unchanged: every guard below is "Kafka* => ..." or "IF Kafka* ...".     *)
+(* model-check one deviation each (with their *-witness-kafka-* siblings). *)
+(* With all of them FALSE this module is unchanged: every guard below is   *)
+(* "Kafka* => ...", "IF Kafka* ..." or a set that is a singleton without   *)
+(* them (RestartLogLengths).                                               *)
 (***************************************************************************)
 CONSTANTS
     KafkaVoteForgottenOnLeader,   \* the quorum-state file keeps votedId only

@@ -99,6 +99,31 @@ def test_the_judges_and_the_model_checking_configs_switch_the_findings_on():
     assert all(judge[s] is True for s in FINDINGS.values())
 
 
+def test_each_witness_runs_the_model_of_its_safety_config():
+    """A witness proves reachability only in the same model: same constants, constraints and
+    symmetry; only what is checked differs."""
+    from kraftcore.tlc.cfg import parse_cfg
+    for safety, witness, expect in (
+            ("kraft-ci-kafka-observer-log-not-flushed",
+             "kraft-ci-witness-kafka-observer-log-not-flushed", "ObserverLogSurvivesRestart"),
+            ("kraft-deep-kafka-truncation-keeps-unknown-epoch",
+             "kraft-deep-witness-kafka-truncation-keeps-unknown-epoch",
+             "NoTruncationKeepsUnknownEpoch")):
+        a, b = (parse_cfg(CONFIG_DIR / f"{n}.cfg") for n in (safety, witness))
+        assert a.constants == b.constants and a.substitutions == b.substitutions, witness
+        model = [ln for ln in (CONFIG_DIR / f"{safety}.cfg").read_text().splitlines()
+                 if ln.startswith(("SYMMETRY", "SPECIFICATION", "CONSTRAINT"))]
+        text = (CONFIG_DIR / f"{witness}.cfg").read_text()
+        assert all(ln in text for ln in model), witness
+        assert expect in {*b.invariants, *b.properties}, witness
+    constraints = ("AtMostOneCandidate", "VotingOnlyVotersHoldNoRecords",
+                   "ClientRecordsOnlyInFirstEpoch")
+    for n in ("kraft-deep-kafka-truncation-keeps-unknown-epoch",
+              "kraft-deep-witness-kafka-truncation-keeps-unknown-epoch"):
+        text = (CONFIG_DIR / f"{n}.cfg").read_text()
+        assert all(f"    {c}\n" in text for c in constraints), n
+
+
 # =========================================================================== Kafka itself
 
 def _toolchain_present() -> bool:

@@ -305,7 +305,7 @@ def test_elr_every_action_replays_near_init(elr_graph):
             continue
         for a, t in lst:
             by_label.setdefault(g.actions[a], []).append((len(spec_path(tree, s)), (s, a, t)))
-    targets = [e for lst in by_label.values() for _, e in sorted(lst)[:3]]
+    targets = [e for lst in by_label.values() for _, e in sorted(lst)[:2]]
     run = replay(g, _elr_driver(g), targets, "sample", explain=explainer("elr", "refimpl"))
     replayed = {o.action for o in run.outcomes if o.outcome == "replayed"}
     assert replayed == set(by_label)
@@ -317,10 +317,10 @@ def test_elr_seeded_sample_is_replayed_or_explained(elr_graph):
     """A seeded sample: no divergence; every edge not replayed carries one of the ELR
     driver's explained classes (the refimpl's leader checks a follower's eligibility, ...)."""
     g = elr_graph
-    targets = select_edges(g, "sample", 25, seed=2)
+    targets = select_edges(g, "sample", 12, seed=2)
     run = replay(g, _elr_driver(g), targets, "sample", explain=explainer("elr", "refimpl"))
-    assert len(run.outcomes) == 25
-    assert sum(o.outcome == "replayed" for o in run.outcomes) >= 10
+    assert len(run.outcomes) == 12
+    assert sum(o.outcome == "replayed" for o in run.outcomes) >= 5
     for o in run.outcomes:
         assert o.outcome != "diverged", o.reason
         if o.outcome == "not_drivable":

@@ -82,15 +82,15 @@ def test_report_renders_replay_outcomes(stats):
 
 
 def test_bad_replay_folder_names_file_line_and_field(tmp_path):
-    from spark_trace_analysis.replay_outcomes import read_replay
+    from spark_trace_analysis.replay_outcomes import check_replay
     with pytest.raises(InputError, match="no replay.json"):
-        read_replay(None, [tmp_path])
+        check_replay([tmp_path])
     d = _replay_dir(tmp_path / "r", "refimpl", "g", [("a", "X", "b", "replayed", None)])
     with (d / "edges.jsonl").open("a") as f:
         f.write(json.dumps({"src_fp": "a", "action": "X", "dst_fp": "b",
                             "outcome": "maybe"}) + "\n")
     with pytest.raises(InputError, match=r"edges.jsonl:2: field 'outcome' is 'maybe'"):
-        read_replay(None, [d])
+        check_replay([d])
     (d / "edges.jsonl").write_text('{"src_fp": "a", "action": 3}\n')
     with pytest.raises(InputError, match=r"edges.jsonl:1: field 'action'"):
-        read_replay(None, [d])
+        check_replay([d])

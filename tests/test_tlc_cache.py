@@ -139,3 +139,10 @@ def test_the_jit_follows_the_runs_size():
     assert by["kraft-bug-no-current-epoch-rule"].default_jit == "c2"   # jit = "c2"
     assert all(e.default_jit == "c2" for e in by.values()
                if e.distinct_states is not None and e.distinct_states >= SMALL_RUN_STATES)
+
+
+def test_every_liveness_config_keeps_c2():
+    """Liveness checking is slower with C1 only (kraft-ci-liveness-backoff-resign: 108 CPU-s
+    against 68), whatever the state count."""
+    from kraftcore.tlc.manifest import load_manifest as manifest
+    assert [e.name for e in manifest() if "liveness" in e.name and e.default_jit != "c2"] == []

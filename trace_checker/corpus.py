@@ -368,6 +368,7 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
     results: list[dict] = []
     runs: list[tuple[Trace, list]] = []
     size = 0
+    sizes: dict[tuple[int, int], int] = {}
     for t in traces:
         try:
             keys = observer.keys(t)
@@ -381,7 +382,7 @@ def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, 
         # A value TLC cannot hold (an integer beyond its 32-bit range) puts this trace alone
         # out of scope: it would otherwise reach the generated config as a raised bound.
         try:
-            tsize = _trace_size(codec, keys, t)
+            tsize = _trace_size(codec, keys, t, sizes)
         except Unwritable as e:
             results.append(V.out_of_scope(t, mode, str(e), **extra.get(t.path, {})))
             continue
@@ -512,19 +513,24 @@ def _unwritable_step(run: TraceRun, nb: Neighbourhood) -> str | None:
     return None if t is None else nb.why_unwritable(t)
 
 
-def _trace_size(codec: Codec, keys: list, trace: Trace) -> int:
+def _trace_size(codec: Codec, keys: list, trace: Trace,
+                memo: dict[tuple[int, int], int] | None = None) -> int:
     """The largest quantity in the trace's values (see neighbourhood.raised_constants); raises
-    Unwritable for an integer TLC cannot represent."""
+    Unwritable for an integer TLC cannot represent.  `memo` ((variable, value id) -> size,
+    for values already checked) may be shared by the traces of one codec."""
     size = 0
-    seen: set[tuple[int, int]] = set()
+    memo = {} if memo is None else memo
     for key in keys:
         for i, vid in enumerate(key):
-            if vid is None or (i, vid) in seen:
+            if vid is None:
                 continue
-            seen.add((i, vid))
-            v = codec.value(i, vid)
-            check_tlc_ints(v, f"state.{codec.variables[i]}")
-            size = max(size, value_size(v))
+            n = memo.get((i, vid))
+            if n is None:
+                v = codec.value(i, vid)
+                check_tlc_ints(v, f"state.{codec.variables[i]}")
+                n = memo[(i, vid)] = value_size(v)
+            if n > size:
+                size = n
     return size
 
 
@@ -576,7 +582,8 @@ def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | 
                              for n, v in cfg.constants.items()):
         return run(traces, True), stats
     # a trace whose values already exceed a bound would fail phase 1: straight to phase 2
-    beyond = {t.path for t in traces if raised_constants(cfg, _trace_size_or_0(t))}
+    sizer = _Sizer()
+    beyond = {t.path for t in traces if raised_constants(cfg, sizer.size_or_0(t))}
     first = run([t for t in traces if t.path not in beyond], False) if len(beyond) < len(traces) else []
     done = [r for r in first if r["verdict"] in ("valid", "malformed")]
     again = {r["file"] for r in first if r["verdict"] not in ("valid", "malformed")} | beyond
@@ -588,14 +595,24 @@ def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | 
     return done, stats
 
 
-def _trace_size_or_0(t: Trace) -> int:
-    """The largest quantity in a trace's states (_trace_size); 0 if unreadable or unwritable
-    (the trace is then judged, and reported, by the phase that reads it)."""
-    codec = Codec(sorted(t.variables))
-    try:
-        return _trace_size(codec, Observer(codec, intern=True).keys(t), t)
-    except (TraceMalformed, Unwritable):
-        return 0
+class _Sizer:
+    """The largest quantity in each trace's states (_trace_size); 0 if unreadable or
+    unwritable (the trace is then judged, and reported, by the phase that reads it).  The
+    traces with the same variables share one codec, observer and size memo, so a value that
+    several traces hold is decoded and measured once."""
+
+    def __init__(self) -> None:
+        self._by_vars: dict[tuple[str, ...], tuple[Observer, dict]] = {}
+
+    def size_or_0(self, t: Trace) -> int:
+        names = tuple(sorted(t.variables))
+        if names not in self._by_vars:
+            self._by_vars[names] = (Observer(Codec(list(names)), intern=True), {})
+        observer, memo = self._by_vars[names]
+        try:
+            return _trace_size(observer.codec, observer.keys(t), t, memo)
+        except (TraceMalformed, Unwritable):
+            return 0
 
 
 def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntry | None,

@@ -150,9 +150,23 @@ def _read(p: Path) -> Lines:
     return lines[0], lines[1:-1], lines[-1]
 
 
-def write_variants(src: Path, out: Path) -> dict[str, Path]:
-    """Write every case's variant of `src` into `out` (replaced); returns name -> file."""
+# the fewest steps a source needs: the edits touch steps 1 to 5 (pick_source asks for 8)
+MIN_STEPS = 8
+
+
+def write_variants(src: Path, out: Path, steps: int | None = None) -> dict[str, Path]:
+    """Write every case's variant of `src` into `out` (replaced); returns name -> file.
+    steps: make them of the trace's first `steps` steps only (a prefix of a valid trace is a
+    valid trace; at least MIN_STEPS): fewer states for the re-checks of the variants that
+    leave the graph (one TLC run per round, a failing batch split in halves)."""
+    if steps is not None and steps < MIN_STEPS:
+        raise ValueError(f"the self-check needs at least {MIN_STEPS} steps, not {steps}")
     h0, st0, f0 = _read(src)
+    if steps is not None and len(st0) > steps + 1:
+        del st0[steps + 1:]
+        if isinstance(f0.get("violations"), list):     # those the prefix still holds
+            f0 = {**f0, "violations": [v for v in f0["violations"] if isinstance(v, dict)
+                                       and isinstance(v.get("step"), int) and v["step"] <= steps]}
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     files = {}
@@ -187,10 +201,12 @@ def _as_expected(c: Case, r: dict) -> tuple[bool, str]:
     return v == c.verdict and c.mark in got, got
 
 
-def run_selfcheck(src: Path, out: Path, graph: str = "kraft-graph-small") -> dict:
-    """Judge every variant of `src` in one run in full-graph mode under `graph`."""
+def run_selfcheck(src: Path, out: Path, graph: str = "kraft-graph-small",
+                  steps: int | None = None) -> dict:
+    """Judge every variant of `src` (of its first `steps` steps: write_variants) in one run
+    in full-graph mode under `graph`."""
     from trace_checker.corpus import validate_corpus
-    files = write_variants(src, out / "traces")
+    files = write_variants(src, out / "traces", steps)
     s = validate_corpus([out / "traces"], graph=graph)
     by_file = {Path(r["file"]).name: r for r in s["results"]}
     rows = []
@@ -199,7 +215,7 @@ def run_selfcheck(src: Path, out: Path, graph: str = "kraft-graph-small") -> dic
         ok, got = _as_expected(c, r)
         rows.append({"case": c.name, "finding": c.finding, "what": c.what,
                      "expected": c.verdict, "got": got[:300], "as_expected": ok})
-    summary = {"source": str(src), "graph": graph, "cases": len(rows),
+    summary = {"source": str(src), "steps": steps, "graph": graph, "cases": len(rows),
                "as_expected": sum(r["as_expected"] for r in rows),
                "ok": all(r["as_expected"] for r in rows), "rows": rows,
                "seconds": s.get("seconds")}

@@ -73,15 +73,55 @@ from kraftcore.tlc.manifest import ManifestError, load_manifest
 from kraftcheck.tlc.report import suite_table
 
 
-def _stage_tlc(selection: str, only: str | None, show: bool) -> dict:
+# TLC workers per run in the demo: the tlc stage runs two configs at once (default_jobs), one
+# worker each; the later stages' runs of the same configs (review, reassign) use the same
+# command line, so they are result-cache hits (kraftcore/tlc/cache.py)
+TLC_WORKERS = 1
+
+
+def _stage_tlc(selection: str, only: str | None, show: bool, graphs: tuple[str, ...] = (),
+               prefetch: tuple[str, ...] = ()) -> dict:
     """selection: "demo" (the configs the manifests mark `demo = true`: per spec an
-    exhaustive ci config that holds and a bug config that is found) or a profile (ci)."""
+    exhaustive ci config that holds and a bug config that is found) or a profile (ci).
+
+    graphs: the state graphs the later stages load (validate, stats, fail-closed, replay),
+    built here in a background thread while the other configs run (trace_checker/fullgraph.py:
+    TLC with the dump, then the parse); a selected config among them is judged on that run's
+    output (the dump leaves TLC's result unchanged: a result-cache hit) instead of a second
+    TLC run.  prefetch: configs a later stage runs (the reassign stage's finding), run here in
+    the same pool of TLC processes and reported apart (`prefetched`); the later stage takes
+    the result from the cache."""
     import re
-    entries = [e for e in load_manifest()
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kraftcore.tlc.runner import run_config
+    from trace_checker.fullgraph import GraphBuildError, load_graph
+    manifest = load_manifest()
+    entries = [e for e in manifest
                if (e.demo if selection == "demo" else e.profile == selection)
                and (only is None or re.search(only, e.name))]
+    extra = [e for e in manifest if e.name in prefetch and e not in entries]
+    built = [e for e in entries if e.name in graphs]
     t0 = time.monotonic()
-    results = run_entries(entries, show_progress=show, jobs=default_jobs())
+    problems = []
+
+    def build() -> None:
+        for name in graphs:
+            try:
+                load_graph(name)
+            except (GraphBuildError, ManifestError) as e:   # judged below on a plain run
+                problems.append(f"graph {name}: {e}")
+    with ThreadPoolExecutor(1) as background:
+        job = background.submit(build) if graphs else None
+        rest = [e for e in entries + extra if e not in built]
+        ran = dict(zip((e.name for e in rest),
+                       run_entries(rest, show_progress=show, workers=TLC_WORKERS,
+                                   jobs=default_jobs())))
+        if job is not None:
+            job.result()
+    for e in built:     # the graph build's run (workers: the manifest's), from the cache
+        ran[e.name] = run_config(e, cache=True)
+    results = [ran[e.name] for e in entries]
     if show:
         console.print(suite_table(results))
     return {
@@ -89,6 +129,9 @@ def _stage_tlc(selection: str, only: str | None, show: bool) -> dict:
         "as_expected": sum(r.as_expected for r in results),
         "ok": all(r.as_expected for r in results) and bool(results),
         "seconds": round(time.monotonic() - t0, 1),
+        "graphs": list(graphs), "graph_problems": problems,
+        "prefetched": [{"name": e.name, "as_expected": ran[e.name].as_expected}
+                       for e in extra],
         "results": [r.to_json(with_counterexample=False) for r in results],
     }
 
@@ -116,6 +159,9 @@ def _corpora(names: list[str] | None) -> list[tuple]:
 # without symmetry) is the slowest build of the demo; full-graph mode is shown by
 # kraft-graph-chaos, KIP-966 by the elr corpora in neighbourhood mode.  --full has all.
 DEFAULT_CORPORA = [c[0] for c in CORPORA if c[0] != "elr-graph-chaos"]
+# the graphs the tlc stage builds for the later stages: those of the corpora in graph mode
+DEMO_GRAPHS = tuple(c[3] for c in _corpora(DEFAULT_CORPORA) if c[4])
+FULL_GRAPHS = tuple(c[3] for c in CORPORA if c[4])
 
 
 def _stage_simulate(out: Path, seeds: int, show: bool, corpora: list[str] | None = None) -> dict:
@@ -171,9 +217,13 @@ REASSIGN_GRAPH = "reassign-graph-grow"
 REASSIGN_FINDING = "reassign-finding-observer-vote-deadlock"
 
 
-def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
-    """KIP-642 reassignment end to end, small: simulate (chaos, unbounded), metrics, validate
-    a bounded corpus against the spec, and the planted bugs flagged."""
+def _stage_reassign(out: Path, seeds: int, show: bool, chaos_steps: int = 1500,
+                    graph_mode: bool = True) -> dict:
+    """KIP-642 reassignment end to end, small: simulate (chaos, unbounded, `chaos_steps` steps
+    per trace), metrics, validate a corpus inside reassign-graph-grow's bounds against the spec
+    (by lookup in its dumped state graph with `graph_mode`, else in neighbourhood mode under
+    that config: a TLC run of the traces' states instead of the graph's 12,918), and the
+    planted bugs flagged."""
     from refimpl.bugs import bugs_for
     from refimpl.kraft.reassign_adapter import ReassignAdapter
     from refimpl.sim.corpus import simulate_corpus
@@ -185,19 +235,21 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
     chaos, graph = out / "traces" / "reassign-chaos", out / "traces" / "reassign-graph-lossy"
     for d in (chaos, graph, out / "validate" / "reassign-graph-lossy"):
         shutil.rmtree(d, ignore_errors=True)
-    m = simulate_corpus(protocol="reassign", seeds=range(seeds), faults="chaos", steps=1500,
-                        out=chaos, show_progress=show)
+    m = simulate_corpus(protocol="reassign", seeds=range(seeds), faults="chaos",
+                        steps=chaos_steps, out=chaos, show_progress=show)
     violations = sum(len(t.get("invariant_violations", [])) for t in m["traces"])
     g = simulate_corpus(protocol="reassign", seeds=range(seeds), faults="lossy", steps=200,
                         out=graph, bounds=str(REPO_ROOT / "tlc_configs" / f"{REASSIGN_GRAPH}.cfg"),
                         show_progress=show)
     violations += sum(len(t.get("invariant_violations", [])) for t in g["traces"])
     # the metrics over both corpora: under chaos (faults for ever) few reassignments complete
-    # within 1,500 steps, the bounded lossy runs complete theirs (docs/refimpl-reassign.md)
+    # within `chaos_steps` steps, the bounded lossy runs complete theirs
+    # (docs/refimpl-reassign.md)
     items = [x for d in (chaos, graph) for f in sorted(d.glob("*.jsonl"))
              for x in trace_file_reassignments(f)]
     metrics = summarize(items)
-    v = validate_corpus([graph], graph=REASSIGN_GRAPH,
+    v = validate_corpus([graph], graph=REASSIGN_GRAPH if graph_mode else None,
+                        config=None if graph_mode else REASSIGN_GRAPH,
                         out=out / "validate" / "reassign-graph-lossy", max_out_of_scope=0)
     write_atomic(out / "verdicts" / "reassign-graph-lossy.json",
                  json.dumps(v, indent=2, default=str) + "\n")
@@ -210,7 +262,7 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
     # the draft's availability finding must still be found (docs/spec-reassignment.md §4); its
     # cure runs with the ci profile in the tlc stage
     found = run_entries([e for e in load_manifest() if e.name == REASSIGN_FINDING],
-                        show_progress=False, jobs=1)
+                        show_progress=False, workers=TLC_WORKERS)   # the tlc stage's run
     finding = {"config": REASSIGN_FINDING, "violated": found[0].violated if found else None,
                "depth": found[0].depth if found else None,
                "ok": bool(found) and found[0].as_expected}
@@ -224,9 +276,16 @@ def _stage_reassign(out: Path, seeds: int, show: bool) -> dict:
             "bugs": bugs, "seconds": round(time.monotonic() - t0, 1)}
 
 
-def _stage_fail_closed(out: Path, show: bool) -> dict:
+# The default demo's fail-closed variants are made of the source trace's first 25 steps (the
+# edits touch steps 1 to 5): the variants leaving the graph are re-checked in neighbourhood mode,
+# a few TLC runs for 25 steps against some twenty for the whole trace (--full).
+FAIL_CLOSED_STEPS = 25
+
+
+def _stage_fail_closed(out: Path, show: bool, steps: int | None = None) -> dict:
     """The checker's verdicts belong to the judge, never to the trace (the fail-closed audit,
-    docs/review-fail-closed-2026-11-24.md): every hostile variant judged as it must be."""
+    docs/review-fail-closed-2026-11-24.md): every hostile variant (of the source's first
+    `steps` steps; None: all) judged as it must be."""
     from trace_checker.selfcheck import pick_source, run_selfcheck
     t0 = time.monotonic()
     corpus = out / "traces" / "kraft-graph-chaos"
@@ -235,14 +294,14 @@ def _stage_fail_closed(out: Path, show: bool) -> dict:
         return {"stage": "fail-closed", "ok": False, "cases": 0, "as_expected": 0,
                 "problem": f"no trace of {corpus} to make the variants of",
                 "seconds": round(time.monotonic() - t0, 1)}
-    s = run_selfcheck(src, out / "fail-closed", graph=GRAPH_CONFIGS["kraft"])
+    s = run_selfcheck(src, out / "fail-closed", graph=GRAPH_CONFIGS["kraft"], steps=steps)
     if show:
         for r in s["rows"]:
             if not r["as_expected"]:
                 console.print(f"fail-closed {r['case']}: expected {r['expected']}, got "
                               f"{r['got']}")
     return {"stage": "fail-closed", "ok": s["ok"], "cases": s["cases"],
-            "as_expected": s["as_expected"], "source": s["source"],
+            "as_expected": s["as_expected"], "source": s["source"], "source_steps": steps,
             "report": str(out / "fail-closed" / "selfcheck.json"), "rows": s["rows"],
             "seconds": round(time.monotonic() - t0, 1)}
 
@@ -259,12 +318,13 @@ KAFKA_CORPORA = {"kafka-kraft-chaos": ("chaos", None, 300, "kraft-ci-kafka-3.7")
 KAFKA_PLANT_SEEDS = 5
 
 
-def _stage_kafka(out: Path, seeds: int, show: bool) -> dict:
+def _stage_kafka(out: Path, seeds: int, show: bool, graph_mode: bool = True) -> dict:
     """Kafka 3.7's raft client in the harness (`simulate --impl kafka`): a chaos corpus and
-    one inside kraft-graph-small's bounds, no invariant violated, every trace valid (graph mode
-    for the bounded corpus, neighbourhood mode for the other; verdicts in out/verdicts/),
-    and each planted environment fault flagged within KAFKA_PLANT_SEEDS seeds.  Not ok
-    when the harness cannot run (the cause is in `error`)."""
+    one inside kraft-graph-small's bounds, no invariant violated, every trace valid (the
+    bounded corpus in graph mode with `graph_mode`, else, as the other, in neighbourhood mode
+    under its judge config; verdicts in out/verdicts/), and each planted environment fault
+    flagged within KAFKA_PLANT_SEEDS seeds (the plants no invariant flagged judged together:
+    one checker run).  Not ok when the harness cannot run (the cause is in `error`)."""
     from kafka_bridge import RAFT_PLANTS
     from kafka_bridge.raft import KafkaRunSpec, run
     from kafka_bridge.toolchain import HarnessError
@@ -279,9 +339,10 @@ def _stage_kafka(out: Path, seeds: int, show: bool) -> dict:
             m = run(KafkaRunSpec(seeds=list(range(seeds)), faults=faults, steps=steps,
                                  bounds_path=str(REPO_ROOT / "tlc_configs" / f"{cfg}.cfg")
                                  if cfg else None), d)
-            v = validate_corpus([d], graph=judge if cfg else None,
-                                config=None if cfg else judge, out=out / "validate" / name,
-                                max_out_of_scope=0)
+            in_graph = bool(cfg) and graph_mode
+            v = validate_corpus([d], graph=judge if in_graph else None,
+                                config=None if in_graph else judge,
+                                out=out / "validate" / name, max_out_of_scope=0)
             write_atomic(out / "verdicts" / f"{name}.json",
                          json.dumps(v, indent=2, default=str) + "\n")
             runs.append({"corpus": name, "faults": faults, "bounds": cfg, "judge": judge,
@@ -291,17 +352,26 @@ def _stage_kafka(out: Path, seeds: int, show: bool) -> dict:
                          "errors": m.get("errors", []), "mode": v.get("mode"),
                          "counts": v.get("counts"), "ok": bool(v.get("ok")) and not m.get(
                              "errors") and m["summary"]["traces_with_violations"] == 0})
+        unflagged = {}
         for plant in RAFT_PLANTS:
             d = out / "kafka-plants" / plant
             shutil.rmtree(d, ignore_errors=True)
             m = run(KafkaRunSpec(seeds=list(range(KAFKA_PLANT_SEEDS)), faults="crashes",
                                  steps=300, plant=plant), d)
             by = sorted(m["summary"]["invariants_violated"])
-            if not by:      # no invariant broke: the checker (Kafka's judge) must reject one
-                v = validate_corpus([d], config=KAFKA_CORPORA["kafka-kraft-chaos"][3],
-                                    out=out / "validate" / f"plant-{plant}")
-                by = ["checker"] if (v.get("counts") or {}).get("invalid") else []
+            if not by:
+                unflagged[plant] = d
             plants.append({"plant": plant, "seeds": KAFKA_PLANT_SEEDS, "flagged_by": by})
+        if unflagged:   # no invariant broke: the checker (Kafka's judge) must reject a trace
+            v = validate_corpus(list(unflagged.values()),
+                                config=KAFKA_CORPORA["kafka-kraft-chaos"][3],
+                                out=out / "validate" / "kafka-plants")
+            for p in plants:
+                d = unflagged.get(p["plant"])
+                if d is not None and any(r["verdict"] == "invalid"
+                                         and Path(r["file"]).parent == d
+                                         for r in v["results"]):
+                    p["flagged_by"] = ["checker"]
     except HarnessError as e:
         return {"stage": "kafka", "ok": False, "error": str(e), "runs": runs, "plants": plants,
                 "seconds": round(time.monotonic() - t0, 1)}
@@ -427,7 +497,8 @@ def _stage_review(out: Path, show: bool) -> dict:
         pages = render_html(load_modules(SPEC_DIR), out / "spec")
     except (OSError, TypesetError) as e:
         pages, problems = [], problems + [f"typeset: {e}"]
-    r = run_config(find_entry(REVIEW_DIAGRAM), cache=True)   # the tlc stage's run, if any
+    # the tlc stage's run, if any (the same workers: the same result-cache key)
+    r = run_config(find_entry(REVIEW_DIAGRAM), workers=TLC_WORKERS, cache=True)
     diagram = out / "diagrams" / f"{REVIEW_DIAGRAM}.svg"
     try:
         draw_counterexample(r.to_json(), diagram)
@@ -480,8 +551,12 @@ class Stage:
 
 STAGES = [
     # TLC: the manifests' `demo` selection, or the whole ci profile
-    Stage("tlc", lambda out, show, profile, only: _stage_tlc(profile, only, show),
-          {"profile": "demo", "only": None}, {"profile": "ci", "only": None}),
+    Stage("tlc", lambda out, show, profile, only, graphs, prefetch: _stage_tlc(
+        profile, only, show, graphs, prefetch),
+          {"profile": "demo", "only": None, "graphs": DEMO_GRAPHS,
+           "prefetch": (REASSIGN_FINDING,)},
+          {"profile": "ci", "only": None, "graphs": FULL_GRAPHS,
+           "prefetch": (REASSIGN_FINDING,)}),
     Stage("simulate", lambda out, show, seeds, corpora: _stage_simulate(out, seeds, show,
                                                                          corpora),
           {"seeds": 5, "corpora": DEFAULT_CORPORA}, {"seeds": 10, "corpora": None}),
@@ -489,17 +564,21 @@ STAGES = [
           {"corpora": DEFAULT_CORPORA}, {"corpora": None}),
     Stage("kafka-elr", lambda out, show, seeds: _stage_kafka_elr(out, seeds, show),
           {"seeds": 5}, {"seeds": 10}),
-    Stage("kafka", lambda out, show, seeds: _stage_kafka(out, seeds, show),
-          {"seeds": 5}, {"seeds": 10}),
+    Stage("kafka", lambda out, show, seeds, graph_mode: _stage_kafka(out, seeds, show,
+                                                                     graph_mode),
+          {"seeds": 5, "graph_mode": False}, {"seeds": 10, "graph_mode": True}),
     Stage("stats", lambda out, show, corpora: _stage_stats(out, show, corpora),
           {"corpora": DEFAULT_CORPORA}, {"corpora": None}),
     Stage("proofs", lambda out, show: _stage_proofs(show)),
     Stage("review", lambda out, show: _stage_review(out, show)),
     Stage("liveness", lambda out, show, seeds: _stage_liveness(seeds, show),
           {"seeds": 5}, {"seeds": 10}),
-    Stage("reassign", lambda out, show, seeds: _stage_reassign(out, seeds, show),
-          {"seeds": 3}, {"seeds": 5}),
-    Stage("fail-closed", lambda out, show: _stage_fail_closed(out, show)),
+    Stage("reassign", lambda out, show, seeds, chaos_steps, graph_mode: _stage_reassign(
+        out, seeds, show, chaos_steps, graph_mode),
+          {"seeds": 3, "chaos_steps": 600, "graph_mode": False},
+          {"seeds": 5, "chaos_steps": 1500, "graph_mode": True}),
+    Stage("fail-closed", lambda out, show, steps: _stage_fail_closed(out, show, steps),
+          {"steps": FAIL_CLOSED_STEPS}, {"steps": None}),
     Stage("replay", lambda out, show, edges: _stage_replay(out, show, edges),
           {"edges": "sample 200"}, {"edges": "sample 1000"}),
 ]

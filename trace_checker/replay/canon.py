@@ -11,7 +11,8 @@ edges on another dump of the same config.  So they are keyed by the states' valu
     edge key    blake2b over (source key, action label, destination key)
 
 `sample_edges` orders the edges by their key salted with the seed and takes the first N (a
-seeded sample, independent of the numbering), returned in canonical edge order (source key, action, destination key).
+seeded sample, independent of the numbering), returned in canonical edge order (source key,
+action, destination key: `edge_order`).
 """
 
 from __future__ import annotations
