@@ -358,20 +358,31 @@ def _spec_constants(e: ConfigEntry) -> set[str]:
 def _check_neighbourhood(traces: list[Trace], base: ConfigEntry, *, chunk: int, tlc_workers: int,
                          jobs: int, timeout: float, mode: str = "neighbourhood",
                          extra: dict | None = None, raise_bounds: bool = True,
-                         status: Callable[[str], None] | None = None
+                         status: Callable[[str], None] | None = None,
+                         sizer: _Sizer | None = None
                          ) -> tuple[list[dict], dict]:
-    """Verdicts for traces sharing a config (all with the same variables)."""
+    """Verdicts for traces sharing a config (all with the same variables).  `sizer`: the
+    pass that measured exactly these traces, in this order (its codec, keys and sizes are
+    those this pass would compute, so they are taken over instead of decoded again)."""
     extra = extra or {}
     variables = sorted(traces[0].variables)
-    codec = Codec(variables)
-    observer = Observer(codec, intern=True)
+    done_keys: dict[str, list] = {}
+    sizes: dict[tuple[int, int], int] = {}
+    shared = sizer.shared(traces) if sizer is not None else None
+    if shared is not None:
+        observer, sizes, done_keys = shared
+        codec = observer.codec
+    else:
+        codec = Codec(variables)
+        observer = Observer(codec, intern=True)
     results: list[dict] = []
     runs: list[tuple[Trace, list]] = []
     size = 0
-    sizes: dict[tuple[int, int], int] = {}
     for t in traces:
         try:
-            keys = observer.keys(t)
+            keys = done_keys.get(t.path)
+            if keys is None:
+                keys = observer.keys(t)
         except TraceMalformed as e:
             results.append(V.malformed(t.path, e))
             continue
@@ -567,10 +578,10 @@ def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | 
     valid in phase 1 is valid in phase 2."""
     stats: list[dict] = []
 
-    def run(ts: list[Trace], raise_bounds: bool) -> list[dict]:
+    def run(ts: list[Trace], raise_bounds: bool, sizer: _Sizer | None = None) -> list[dict]:
         try:
             rs, st = _check_neighbourhood(ts, base, mode=mode, extra=extra,
-                                          raise_bounds=raise_bounds, **kw)
+                                          raise_bounds=raise_bounds, sizer=sizer, **kw)
         except Unwritable as e:
             rs, st = [V.out_of_scope(t, mode, str(e)) for t in ts], {}
         if st:
@@ -588,7 +599,7 @@ def _two_phase(traces: list[Trace], base: ConfigEntry, mode: str, extra: dict | 
     done = [r for r in first if r["verdict"] in ("valid", "malformed")]
     again = {r["file"] for r in first if r["verdict"] not in ("valid", "malformed")} | beyond
     if again:
-        second = run([t for t in traces if t.path in again], True)
+        second = run([t for t in traces if t.path in again], True, sizer)
         for r in second:
             r["bounds_raised"] = True
         done.extend(second)
@@ -603,16 +614,29 @@ class _Sizer:
 
     def __init__(self) -> None:
         self._by_vars: dict[tuple[str, ...], tuple[Observer, dict]] = {}
+        self._order: list[str] = []                 # the traces measured, in order
+        self._keys: dict[str, list] = {}            # their keys (those that decoded)
 
     def size_or_0(self, t: Trace) -> int:
         names = tuple(sorted(t.variables))
         if names not in self._by_vars:
             self._by_vars[names] = (Observer(Codec(list(names)), intern=True), {})
         observer, memo = self._by_vars[names]
+        self._order.append(t.path)
         try:
-            return _trace_size(observer.codec, observer.keys(t), t, memo)
+            keys = self._keys[t.path] = observer.keys(t)
+            return _trace_size(observer.codec, keys, t, memo)
         except (TraceMalformed, Unwritable):
             return 0
+
+    def shared(self, traces: list[Trace]) -> tuple[Observer, dict, dict[str, list]] | None:
+        """(observer, size memo, keys by path) when `traces` are exactly the traces measured,
+        in the same order, all with the same variables: a fresh pass over them would intern
+        the same values in the same order, so it would compute the same ids."""
+        if len(self._by_vars) != 1 or [t.path for t in traces] != self._order:
+            return None
+        observer, memo = next(iter(self._by_vars.values()))
+        return observer, memo, self._keys
 
 
 def _lazy(paths: list[str], manifest_dir: Path | None, base_override: ConfigEntry | None,

@@ -4,11 +4,20 @@ Two sizes (STAGES holds each stage's parameters for both): `kraftcheck demo` (`m
 runs every stage on a small documented subset in a few minutes, `kraftcheck demo --full`
 (`make ci`) is CI's job.  Default: TLC on the manifests' `demo` selection (per spec an
 exhaustive ci config that holds and a bug config that is found: `kraftcheck tlc list` marks
-them), 5 seeds per corpus and per liveness profile, 3 reassignment seeds, every corpus but
-elr-graph-chaos (DEFAULT_CORPORA).  --full: the whole ci profile, 10 seeds, 5 reassignment
-seeds, every corpus.  The other stages are the same in both.
+them), 5 seeds per corpus and per liveness profile, 3 reassignment seeds (chaos runs of 600
+steps), every corpus but elr-graph-chaos (DEFAULT_CORPORA), the Kafka corpus inside
+kraft-graph-small's bounds and the reassignment corpus inside reassign-graph-grow's judged in
+neighbourhood mode under those configs (no graph of theirs built), the fail-closed variants
+made of a trace's first 25 steps (FAIL_CLOSED_STEPS).  --full: the whole ci profile, 10 seeds,
+5 reassignment seeds (1,500 steps), every corpus, those two corpora in full-graph mode, the
+variants of the whole trace.  The other stages are the same in both.  Both build the graphs
+the graph corpora need in the tlc stage, beside its TLC runs (a selected graph config is
+judged on its build's run), and run the reassign stage's finding there (two TLC processes at
+a time); review and reassign take those runs from the result cache.
 
-Stages, each reported in the summary (out/demo/summary.json):
+Stages, each reported in the summary (out/demo/summary.json) with its wall-clock `seconds`
+and its `cpu_seconds` (this process and its children: TLC, the Kafka harness); `--stage NAME`
+runs only the stages named, on the earlier stages' outputs in --out:
   1. tlc       the demo selection (default) or the ci profile of every spec (--full), each
                config judged against the manifest
   2. simulate  a small deterministic corpus of refimpl traces for both protocols and fault
@@ -22,7 +31,8 @@ Stages, each reported in the summary (out/demo/summary.json):
                (neighbourhood mode) with no invariant violated
   3b. kafka    Apache Kafka 3.7's raft client in the harness (kafka_bridge, `simulate --impl
                kafka`): a chaos corpus (neighbourhood mode) and one inside kraft-graph-small's
-               bounds (full-graph mode), every trace valid and no invariant violated, and each
+               bounds (neighbourhood mode under kraft-graph-small-kafka-3.7; --full: full-graph
+               mode), every trace valid and no invariant violated, and each
                planted environment fault flagged within KAFKA_PLANT_SEEDS seeds (judged by the
                Kafka 3.7 judges of docs/kafka-conformance.md, so they stay out of the stats
                stage, whose distributed validation uses the KIP graph; `kraftcheck stats` over
@@ -42,13 +52,15 @@ Stages, each reported in the summary (out/demo/summary.json):
   8. reassign  KIP-642 (issue 12): a reassignment corpus under chaos (no invariant violated,
                reassignments completing: time to complete, epochs per reassignment), a corpus
                inside reassign-graph-grow's bounds validated against spec/KRaftReassign.tla
-               (full-graph mode), each planted reassignment bug flagged within 50 seeds,
+               (neighbourhood mode; --full: full-graph mode), each planted reassignment bug
+               flagged within 50 seeds,
                and the draft's availability finding (reassign-finding-observer-vote-deadlock:
                a growing quorum that can never elect a leader again) found by TLC
   9. fail-closed  the checker's self-check (trace_checker/selfcheck.py): hostile variants of a
                trace of the kraft graph corpus (a header weakening the liveness judge, broken
                format rules, values TLC cannot hold or compare, steps of no spec action, a
                trace observing nothing) judged in one run, each with the verdict it must get
+               (made of the trace's first 25 steps; --full: the whole trace)
   10. replay   model-guided replay (docs/replay.md): a seeded sample of kraft-graph-small's
                edges (200; --full 1000) driven on the refimpl along shortest paths, none
                diverged (the whole graph is benchmarks/bench_replay.py)
