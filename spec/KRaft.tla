@@ -132,9 +132,13 @@ CONSTANTS
                                   \* commits without any Fetch)
     KafkaObserverLogNotFlushed,   \* an observer never flushes its log: its
                                   \* Restart may keep any prefix of it
-    KafkaTruncationKeepsUnknownEpoch \* a follower lacking DivergingEpoch.Epoch
+    KafkaTruncationKeepsUnknownEpoch, \* a follower lacking DivergingEpoch.Epoch
                                   \* truncates to the end of its own largest
                                   \* epoch below it, ignoring EndOffset
+    KafkaFetchResponseLeaderAndRecordsAtOnce \* a FetchResponse (NONE) naming
+                                  \* a leader its leaderless fetcher did not
+                                  \* know makes it follow AND appends its
+                                  \* records in the same step
 
 Server == Voters \cup Observers
 
@@ -1176,7 +1180,12 @@ HandleFetchRequest(m) ==
 (*  - a larger epoch (FENCED_LEADER_EPOCH): update the quorum-state file   *)
 (*    and follow the leader in the response if it is defined;              *)
 (*  - the same epoch with a leader the fetcher did not know: follow it     *)
-(*    (§"Current Leader Discovery");                                       *)
+(*    (§"Current Leader Discovery"); under                                 *)
+(*    KafkaFetchResponseLeaderAndRecordsAtOnce a NONE response that        *)
+(*    answers the fetcher's position is also handled as below in the same  *)
+(*    step (Kafka 3.7 KafkaRaftClient.maybeHandleCommonResponse: "This     *)
+(*    handling allows an observer to discover the leader and append to the *)
+(*    log in the same Fetch request"; docs/kafka-conformance.md F15);      *)
 (*  - a response of the current leader that answers the fetcher's current  *)
 (*    position: with DivergingEpoch set, truncate (step 2; under           *)
 (*    KafkaTruncationKeepsUnknownEpoch as Kafka 3.7's                      *)
@@ -1185,6 +1194,27 @@ HandleFetchRequest(m) ==
 (*    never lowering it;                                                   *)
 (*  - anything else (stale, duplicate, other errors) is ignored.           *)
 (***************************************************************************)
+\* The FetchResponse m answers its fetcher i's current position (Kafka
+\* handles only the response to its one in-flight Fetch).
+AnswersFetchPosition(i, m) ==
+    /\ m.fetchOffset = Len(log[i])
+    /\ m.lastFetchedEpoch = LastEpoch(log[i])
+
+\* KIP-595 §"FetchResponse Handling" step 2 and the append: i's log and HWM
+\* after a response of its leader that answers its current position.
+FetchResponseToLog(i, m) ==
+    IF m.divergingEpoch # NoDivergence /\ ~BugIgnoreDivergingEpoch
+    THEN /\ log' = [log EXCEPT ![i] =
+                       IF KafkaTruncationKeepsUnknownEpoch
+                       THEN TruncateToEndOffset(@, m.divergingEpoch)
+                       ELSE TruncateToDivergence(@, m.divergingEpoch)]
+         /\ UNCHANGED highWatermark
+    ELSE LET newLog == log[i] \o m.records
+             cap    == IF BugFollowerHwmNotCapped THEN m.highWatermark
+                       ELSE Min(Len(newLog), m.highWatermark)
+         IN  /\ log' = [log EXCEPT ![i] = newLog]
+             /\ highWatermark' = [highWatermark EXCEPT ![i] = Max(@, cap)]
+
 HandleFetchResponse(m) ==
     LET i == m.dest
     IN
@@ -1205,27 +1235,18 @@ HandleFetchResponse(m) ==
             /\ m.leaderId \notin {Nil, i}
             /\ role[i] \in {"Unattached", "Voted", "Candidate"} ->
               /\ StepDown(i, m.epoch, m.leaderId)
-              /\ UNCHANGED <<log, highWatermark>>
+              /\ IF /\ KafkaFetchResponseLeaderAndRecordsAtOnce
+                    /\ m.error = "NONE"
+                    /\ AnswersFetchPosition(i, m)
+                 THEN FetchResponseToLog(i, m)
+                 ELSE UNCHANGED <<log, highWatermark>>
          [] /\ m.error \in {"NONE", "NOT_FOLLOWER"}
             /\ role[i] = "Follower"
             /\ m.src = leaderId[i]
             /\ m.epoch = currentEpoch[i]
-            /\ m.fetchOffset = Len(log[i])
-            /\ m.lastFetchedEpoch = LastEpoch(log[i]) ->
-              IF m.divergingEpoch # NoDivergence /\ ~BugIgnoreDivergingEpoch
-              THEN /\ log' = [log EXCEPT ![i] =
-                                 IF KafkaTruncationKeepsUnknownEpoch
-                                 THEN TruncateToEndOffset(@, m.divergingEpoch)
-                                 ELSE TruncateToDivergence(@, m.divergingEpoch)]
-                   /\ UNCHANGED <<quorumVars, role, highWatermark, candidateVars, leaderVars,
-                                  ghostVotes>>
-              ELSE LET newLog == log[i] \o m.records
-                       cap    == IF BugFollowerHwmNotCapped THEN m.highWatermark
-                                 ELSE Min(Len(newLog), m.highWatermark)
-                   IN  /\ log' = [log EXCEPT ![i] = newLog]
-                       /\ highWatermark' = [highWatermark EXCEPT ![i] = Max(@, cap)]
-                       /\ UNCHANGED <<quorumVars, role, candidateVars, leaderVars,
-                                      ghostVotes>>
+            /\ AnswersFetchPosition(i, m) ->
+              /\ FetchResponseToLog(i, m)
+              /\ UNCHANGED <<quorumVars, role, candidateVars, leaderVars, ghostVotes>>
          [] OTHER ->
               UNCHANGED <<nodeVars, ghostVotes>>
     /\ Discard(m)

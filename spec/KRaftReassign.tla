@@ -105,7 +105,8 @@ K == INSTANCE KRaft WITH KafkaVoteForgottenOnLeader <- FALSE,
                     KafkaObserverFetchesAnyVoter <- FALSE,
                     KafkaLeaderFlushAdvancesHwm <- FALSE,
                     KafkaObserverLogNotFlushed <- FALSE,
-                    KafkaTruncationKeepsUnknownEpoch <- FALSE
+                    KafkaTruncationKeepsUnknownEpoch <- FALSE,
+                    KafkaFetchResponseLeaderAndRecordsAtOnce <- FALSE
 
 Server       == K!Server
 nodeVars     == <<currentEpoch, votedId, leaderId, log, role, highWatermark,
