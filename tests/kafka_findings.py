@@ -1,4 +1,4 @@
-"""Which documented Kafka 3.7 finding (docs/kafka-conformance.md, F1..F14) explains a step that
+"""Which documented Kafka 3.7 finding (docs/kafka-conformance.md, F1..F15) explains a step that
 the KIP-595 judge rejects.  A pure function of the trace's two states around the failing step
 and the step's action: it names every finding whose Kafka behaviour the step shows, so a corpus
 can be counted per finding and a test can assert that its seed reproduces its finding.
@@ -30,6 +30,7 @@ FINDINGS = {
     "F12": "KafkaLeaderFlushAdvancesHwm",
     "F13": "KafkaObserverLogNotFlushed",
     "F14": "KafkaTruncationKeepsUnknownEpoch",
+    "F15": "KafkaFetchResponseLeaderAndRecordsAtOnce",
 }
 
 
@@ -133,8 +134,8 @@ def explain_step(before: dict, after: dict, action: str, params: dict,
         i = m.get("src")
         if i not in voters and role1.get(i) == "Follower" and m.get("dest") != after["leaderId"][i]:
             out.append("F11")
-    # H3 (open, no switch yet): a replica that learns its epoch's leader from a FetchResponse
-    # appends the response's records in the same step (KafkaRaftClient.maybeHandleCommonResponse:
+    # F15 (replay's H3): a replica that learns its epoch's leader from a FetchResponse appends
+    # the response's records in the same step (KafkaRaftClient.maybeHandleCommonResponse:
     # "allows an observer to discover the leader and append to the log in the same Fetch")
     if action == "ReceiveFetchResponse":
         m = params.get("msg", {})
@@ -143,7 +144,7 @@ def explain_step(before: dict, after: dict, action: str, params: dict,
                 and role0[i] in ("Unattached", "Voted", "Candidate") \
                 and after["currentEpoch"][i] == before["currentEpoch"][i] \
                 and after["log"][i] != before["log"][i]:
-            out.append("H3")
+            out.append("F15")
     # F12: the leader's HWM moves without a Fetch
     if action in ("ClientRequest", "AdvanceHighWatermarkOnFlush", "Timeout", "ReceiveVoteResponse"):
         for i in role1:

@@ -45,7 +45,12 @@ ONE_SWITCH = {   # config -> the switches it turns on (the deviation it model-ch
     "kraft-ci-kafka-liveness-single-voter": {"KafkaLeaderFlushAdvancesHwm"},
     "kraft-ci-kafka-observer-log-not-flushed": {"KafkaObserverLogNotFlushed"},
     "kraft-deep-kafka-truncation-keeps-unknown-epoch": {"KafkaTruncationKeepsUnknownEpoch"},
+    "kraft-ci-kafka-fetch-response-leader-and-records": {"KafkaFetchResponseLeaderAndRecordsAtOnce"},
 }
+
+# F15 is not yet switched on in the deep liveness configs kraft-deep-kafka-liveness-backoff-*: their
+# pinned counts were measured without it and re-running them takes about an hour (docs F15).
+NOT_YET_IN_LIVENESS = {"KafkaFetchResponseLeaderAndRecordsAtOnce"}
 
 
 def _on(cfg: Path) -> set[str]:
@@ -70,7 +75,8 @@ def test_each_model_checking_config_switches_on_its_own_deviation_only():
     for name, wanted in ONE_SWITCH.items():
         assert _on(CONFIG_DIR / f"{name}.cfg") == wanted, name
     for kind in ("progress", "resign", "crash", "observer"):
-        assert _on(CONFIG_DIR / f"kraft-deep-kafka-liveness-backoff-{kind}.cfg") == set(SWITCHES)
+        assert _on(CONFIG_DIR / f"kraft-deep-kafka-liveness-backoff-{kind}.cfg") == \
+            set(SWITCHES) - NOT_YET_IN_LIVENESS
 
 
 def test_the_judges_switch_on_every_finding():
@@ -319,7 +325,7 @@ def test_a_harness_option_reproduces_the_finding(finding, option_traces, tmp_pat
     assert finding in explain_failure(path, bad["failed_step"]), bad.get("diagnosis")
 
 
-def test_classifier_recognises_a_cluster_id_error_that_is_not_a_rejection_and_h3():
+def test_classifier_recognises_a_cluster_id_error_that_is_not_a_rejection_and_f15():
     err = {"type": "VoteResponse", "src": "n1", "dest": "n3", "epoch": 2, "leaderId": "Nil",
            "voteGranted": False, "error": "INVALID_CLUSTER_ID"}
     cand = _state(role={"n1": "Unattached", "n2": "Candidate"}, currentEpoch={"n2": 2})
@@ -334,7 +340,7 @@ def test_classifier_recognises_a_cluster_id_error_that_is_not_a_rejection_and_h3
     rejected = json.loads(json.dumps(cand))
     rejected["votesRejected"]["n3"] = {"#set": ["n1"]}
     assert explain_step(cand, rejected, "ReceiveVoteResponse", {"msg": err}, ("n1", "n2", "n3")) == []
-    # H3: an observer learns the leader from a FetchResponse and appends in the same step
+    # F15: an observer learns the leader from a FetchResponse and appends in the same step
     resp = {"type": "FetchResponse", "src": "n1", "dest": "n2", "epoch": 1, "leaderId": "n1",
             "error": "NONE", "highWatermark": -1, "records": [{"epoch": 1, "value": "LeaderChange"}],
             "divergingEpoch": {"epoch": -1, "endOffset": -1}, "fetchOffset": 0,
@@ -344,12 +350,17 @@ def test_classifier_recognises_a_cluster_id_error_that_is_not_a_rejection_and_h3
     after = json.loads(json.dumps(before))
     after["role"]["n2"], after["leaderId"]["n2"] = "Follower", "n1"
     after["log"]["n2"] = [{"epoch": 1, "value": "LeaderChange"}]
-    assert explain_step(before, after, "ReceiveFetchResponse", {"msg": resp}, ("n1",)) == ["H3"]
+    assert explain_step(before, after, "ReceiveFetchResponse", {"msg": resp}, ("n1",)) == ["F15"]
+    # the KIP's step only follows: no finding
+    follows = json.loads(json.dumps(after))
+    follows["log"]["n2"] = []
+    assert explain_step(before, follows, "ReceiveFetchResponse", {"msg": resp}, ("n1",)) == []
 
 
-# H3 (docs/kafka-conformance.md "Open findings"): no switch models it yet, so the kafka-3.7 graph
-# judge itself rejects Kafka's bounded trace at the observer's discovering Fetch response.
-H3_SEED = ("chaos", 131, 16)      # bounded kraft-graph-small, first at step 15
+# F15 (found by replay as H3): Kafka's bounded trace, first at the observer's discovering Fetch
+# response (step 15).  The kafka-3.7 judge accepts it, the same judge with F15's switch off rejects
+# it at that step (leave-one-out, neighbourhood mode), and so does the KIP judge.
+F15_SEED = ("chaos", 131, 16)     # bounded kraft-graph-small, first at step 15
 
 
 @pytest.mark.tlc
@@ -358,10 +369,16 @@ def test_an_observer_discovers_the_leader_and_appends_in_one_step(tmp_path, tlc_
         pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
     from kafka_bridge.raft import KafkaRunSpec, run
     from trace_checker.corpus import validate_corpus
-    profile, seed, steps = H3_SEED
+    profile, seed, steps = F15_SEED
     m = run(KafkaRunSpec(seeds=[seed], faults=profile, steps=steps,
-                         bounds_path=str(CONFIG_DIR / "kraft-graph-small.cfg")), tmp_path)
-    path = tmp_path / m["traces"][0]["file"]
-    bad = validate_corpus([path], graph="kraft-graph-small-kafka-3.7")["results"][0]
-    assert bad["verdict"] == "invalid", bad
-    assert explain_failure(path, bad["failed_step"]) == ["H3"], bad.get("diagnosis")
+                         bounds_path=str(CONFIG_DIR / "kraft-graph-small.cfg")), tmp_path / "run")
+    path = tmp_path / "run" / m["traces"][0]["file"]
+    judge = "kraft-graph-small-kafka-3.7"
+    ok = validate_corpus([path], config=judge)["results"][0]
+    assert ok["verdict"] == "valid", ok.get("diagnosis")
+    cfg = _without(judge, FINDINGS["F15"], tmp_path)
+    bad = validate_corpus([path], config=str(cfg), module="spec/MCKRaft.tla")["results"][0]
+    assert bad["verdict"] == "invalid" and bad["failed_step"] == 15, bad
+    assert explain_failure(path, bad["failed_step"]) == ["F15"], bad.get("diagnosis")
+    kip = validate_corpus([path], config="kraft-graph-small")["results"][0]
+    assert kip["verdict"] == "invalid" and kip["failed_step"] <= 15, kip

@@ -15,7 +15,7 @@ from kraftcore.tlc.runner import TLCResult
 from kraftcore.values import Fn
 from trace_checker import neighbourhood as N
 from trace_checker.corpus import validate_corpus
-from trace_checker.coverage import coverage_lines, graph_coverage, spec_actions
+from trace_checker.coverage import coverage_lines, graph_coverage, next_disjuncts, spec_actions
 from trace_checker.fullgraph import resolve_entry
 from trace_checker.graph import StateGraph
 from trace_checker.codec import Codec
@@ -104,6 +104,28 @@ def test_spec_actions_follow_next_through_the_module_chain():
     # AdvanceHighWatermarkOnFlush, SendEndQuorumEpoch, ReceiveEndQuorumEpochResponse
     assert kraft[:3] == ["Timeout", "LeaderProgressTimeout", "Resign"] and len(kraft) == 20
     assert spec_actions(resolve_entry("elr-graph-small"))[-1] == "IdleAtBounds"   # MCNext
+
+
+def test_next_disjuncts_restrict_only_where_each_disjunct_is_one_labelled_action():
+    ticket = next_disjuncts(resolve_entry("ticket-graph", FIX))
+    assert ticket == [("Request", "\\E n \\in Nodes : Request(n)"), ("GrantSome", "GrantSome"),
+                      ("Release", "\\E n \\in Nodes : Release(n)"), ("Tick", "Tick")]
+    kraft = next_disjuncts(resolve_entry("kraft-graph-small"))
+    assert [a for a, _ in kraft] == spec_actions(resolve_entry("kraft-graph-small"))
+    # MCNext == Next \/ IdleAtBounds: a disjunct that is itself a disjunction: whole Next
+    assert next_disjuncts(resolve_entry("elr-graph-small")) is None
+
+
+def test_a_step_judged_for_some_actions_is_known_for_those_only():
+    g = StateGraph(Codec(["x"]), complete=False)
+    s, t = g.add_state((0,)), g.add_state((1,))
+    g.targeted[s] = {t}
+    assert g.knows_step(s, t) and g.knows_step(s, t, "Up")      # an unrestricted run: all
+    g.step_actions[(s, t)] = frozenset({"Up"})                   # a run restricted to Up
+    assert g.knows_step(s, t, "Up")
+    assert not g.knows_step(s, t, "Down") and not g.knows_step(s, t)
+    g.expanded.add(s)                                            # full successors: all known
+    assert g.knows_step(s, t, "Down")
 
 
 def test_graph_coverage_counts_untaken_and_frontier_edges():
