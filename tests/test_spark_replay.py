@@ -31,12 +31,13 @@ def _replay_dir(path: Path, impl: str, graph: str, edges: list[tuple]) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stats(tmp_path_factory):
+def stats(tmp_path_factory, spark_local):
+    """One stats job over one trace with two replay folders (the shared session of
+    tests/conftest.py: no Spark start of its own)."""
     from spark_trace_analysis.graph import load_graph_tables
     from spark_trace_analysis.jobs import run_stats
-    from spark_trace_analysis.session import get_session, stop_session
     tmp = tmp_path_factory.mktemp("replay-stats")
-    spark = get_session("local[2]", shuffle_partitions=2)
+    spark = spark_local()
     g = load_graph_tables(spark, str(GRAPH), tmp / "g")
     edges = sorted((r.src_fp, r.action, r.dst_fp) for r in g.edges.collect())
     (s1, a1, d1), (s2, a2, d2), (s3, a3, d3) = edges[:3]
@@ -47,8 +48,7 @@ def stats(tmp_path_factory):
     out = tmp / "out"
     summary = run_stats([str(ONE_TRACE)], out, graph=str(GRAPH), master="local[2]",
                         replay=[str(ref), str(kafka)])
-    yield summary, out, spark, edges
-    stop_session()
+    return summary, out, spark, edges
 
 
 def test_replay_outcomes_per_implementation(stats):
