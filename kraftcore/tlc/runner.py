@@ -103,12 +103,14 @@ class TLCResult:
 
 
 def _run_dir(name: str) -> Path:
-    """The run's scratch folder, one per config and process: two processes checking the same
-    config at once (a test worker building a graph while another runs the config, a user's
+    """The run's scratch folder, one per config and process (and thread): two processes
+    checking the same config at once (a test worker building a graph while another runs the config, a user's
     suite beside `kraftcheck validate`) never share TLC's states/ or model/ folders.  An
     earlier run's folder is reused, except one that kept a checkpoint (a stopped run, to be
     resumed): the new run then gets the next free `.N` suffix."""
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) + f".{os.getpid()}"
+    owner = f"{os.getpid()}" if threading.current_thread() is threading.main_thread() \
+        else f"{os.getpid()}-{threading.get_native_id()}"    # and one per thread of a process
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", name) + f".{owner}"
     base = work_dir() / "tlc"
     d, n = base / safe, 1
     while find_checkpoint(d / "meta") is not None:
