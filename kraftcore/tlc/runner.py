@@ -104,8 +104,9 @@ class TLCResult:
 
 def _run_dir(name: str) -> Path:
     """The run's scratch folder, one per config and process (and thread): two processes
-    checking the same config at once (a test worker building a graph while another runs the config, a user's
-    suite beside `kraftcheck validate`) never share TLC's states/ or model/ folders.  An
+    checking the same config at once (a test worker building a graph while another runs the
+    config, a user's suite beside `kraftcheck validate`) never share TLC's states/ or model/
+    folders.  An
     earlier run's folder is reused, except one that kept a checkpoint (a stopped run, to be
     resumed): the new run then gets the next free `.N` suffix."""
     owner = f"{os.getpid()}" if threading.current_thread() is threading.main_thread() \
