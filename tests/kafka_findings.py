@@ -202,3 +202,31 @@ def explain_failure(path: str | Path, failed_step: int) -> list[str]:
     s = by[failed_step]
     return explain_step(by[failed_step - 1]["state"], s["state"], s["action"],
                         s.get("params", {}), voters)
+
+
+def require_harness() -> None:
+    """Skip where Java or Maven is missing (never under CI=true, where that fails), fail when
+    the raft harness jar is unusable: the preamble of every test that runs Kafka."""
+    import os
+    import shutil
+
+    import pytest
+    present = bool(shutil.which("java") or os.environ.get("KRAFTCHECK_JAVA")) and bool(
+        shutil.which("mvn"))
+    if not present and os.environ.get("CI", "").lower() not in ("1", "true"):
+        pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
+    from kafka_bridge.toolchain import HarnessError, find_harness
+    try:
+        find_harness("raft")
+    except HarnessError as e:
+        pytest.fail(f"the Kafka raft harness is unusable: {e}")
+
+
+def judge_without(judge: str, switch: str, folder: Path) -> Path:
+    """The judge's config with one switch off (a .cfg outside the manifest)."""
+    from kraftcore.paths import CONFIG_DIR
+    text = (CONFIG_DIR / f"{judge}.cfg").read_text()
+    assert f"    {switch} = TRUE\n" in text
+    out = folder / f"{judge.replace('.', '_')}-without-{switch}.cfg"
+    out.write_text(text.replace(f"    {switch} = TRUE\n", f"    {switch} = FALSE\n"))
+    return out

@@ -13,14 +13,13 @@ Java or Maven those skip with the reason, never under CI=true.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kafka_findings import FINDINGS, explain_failure, explain_step
+from kafka_findings import (FINDINGS, explain_failure, explain_step, judge_without,
+                            require_harness)
 from kraftcore.paths import CONFIG_DIR, REPO_ROOT
 from kraftcore.tlc.manifest import load_manifest
 from refimpl.sim.bounds import parse_cfg
@@ -181,22 +180,11 @@ SEEDS: dict[str, tuple[str, int, str | None]] = {
 JUDGE_OF = {"kraft-graph-small": "kraft-graph-small-kafka-3.7", None: "kraft-ci-kafka-3.7"}
 
 
-def _toolchain_present() -> bool:
-    return bool(shutil.which("java") or os.environ.get("KRAFTCHECK_JAVA")) and bool(
-        shutil.which("mvn"))
-
-
 @pytest.fixture(scope="module")
 def kafka_traces(tmp_path_factory):
     """Kafka's trace for every seed of SEEDS, written by kafka_bridge (the harness jar)."""
-    if not _toolchain_present() and os.environ.get("CI", "").lower() not in ("1", "true"):
-        pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
+    require_harness()
     from kafka_bridge.raft import KafkaRunSpec, run
-    from kafka_bridge.toolchain import HarnessError, find_harness
-    try:
-        find_harness("raft")
-    except HarnessError as e:
-        pytest.fail(f"the Kafka raft harness is unusable: {e}")
     root = tmp_path_factory.mktemp("kafka-findings")
     files = {}
     for profile, bounds in sorted({(p, b or "") for p, _, b in SEEDS.values()}):
@@ -210,15 +198,6 @@ def kafka_traces(tmp_path_factory):
     return files
 
 
-def _without(judge: str, switch: str, folder: Path) -> Path:
-    """The judge's config with one switch off (a .cfg outside the manifest)."""
-    text = (CONFIG_DIR / f"{judge}.cfg").read_text()
-    assert f"    {switch} = TRUE\n" in text
-    out = folder / f"{judge.replace('.', '_')}-without-{switch}.cfg"
-    out.write_text(text.replace(f"    {switch} = TRUE\n", f"    {switch} = FALSE\n"))
-    return out
-
-
 @pytest.mark.tlc
 @pytest.mark.parametrize("finding", sorted(SEEDS, key=lambda f: int(f[1:])))
 def test_kafka_reproduces_the_finding_and_its_switch_explains_it(finding, kafka_traces, tmp_path,
@@ -229,7 +208,7 @@ def test_kafka_reproduces_the_finding_and_its_switch_explains_it(finding, kafka_
     judge = JUDGE_OF[key[2]]
     ok = validate_corpus([path], config=judge)["results"][0]
     assert ok["verdict"] == "valid", ok.get("diagnosis")
-    cfg = _without(judge, FINDINGS[finding], tmp_path)
+    cfg = judge_without(judge, FINDINGS[finding], tmp_path)
     bad = validate_corpus([path], config=str(cfg), module="spec/MCKRaft.tla")["results"][0]
     assert bad["verdict"] == "invalid", bad
     assert finding in explain_failure(path, bad["failed_step"]), bad.get("diagnosis")
@@ -290,14 +269,8 @@ def test_every_harness_bounds_file_is_a_finding_s_cluster():
 @pytest.fixture(scope="module")
 def option_traces(tmp_path_factory):
     """Kafka's trace for every seed of OPTION_SEEDS (kafka_bridge, the harness jar)."""
-    if not _toolchain_present() and os.environ.get("CI", "").lower() not in ("1", "true"):
-        pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
+    require_harness()
     from kafka_bridge.raft import KafkaRunSpec, run
-    from kafka_bridge.toolchain import HarnessError, find_harness
-    try:
-        find_harness("raft")
-    except HarnessError as e:
-        pytest.fail(f"the Kafka raft harness is unusable: {e}")
     root = tmp_path_factory.mktemp("kafka-option-findings")
     files = {}
     for f, (profile, seed, bounds, steps) in OPTION_SEEDS.items():
@@ -365,8 +338,7 @@ F15_SEED = ("chaos", 131, 16)     # bounded kraft-graph-small, first at step 15
 
 @pytest.mark.tlc
 def test_an_observer_discovers_the_leader_and_appends_in_one_step(tmp_path, tlc_toolchain):
-    if not _toolchain_present() and os.environ.get("CI", "").lower() not in ("1", "true"):
-        pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
+    require_harness()
     from kafka_bridge.raft import KafkaRunSpec, run
     from trace_checker.corpus import validate_corpus
     profile, seed, steps = F15_SEED
@@ -376,7 +348,7 @@ def test_an_observer_discovers_the_leader_and_appends_in_one_step(tmp_path, tlc_
     judge = "kraft-graph-small-kafka-3.7"
     ok = validate_corpus([path], config=judge)["results"][0]
     assert ok["verdict"] == "valid", ok.get("diagnosis")
-    cfg = _without(judge, FINDINGS["F15"], tmp_path)
+    cfg = judge_without(judge, FINDINGS["F15"], tmp_path)
     bad = validate_corpus([path], config=str(cfg), module="spec/MCKRaft.tla")["results"][0]
     assert bad["verdict"] == "invalid" and bad["failed_step"] == 15, bad
     assert explain_failure(path, bad["failed_step"]) == ["F15"], bad.get("diagnosis")

@@ -14,13 +14,12 @@ finding (minutes on the shared machine): marked deep.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from kafka_findings import FINDINGS, explain_failure, explain_step
+from kafka_findings import (FINDINGS, explain_failure, explain_step, judge_without,
+                            require_harness)
 from kraftcore.paths import CONFIG_DIR
 
 LC = "LeaderChange"
@@ -126,11 +125,6 @@ def test_each_witness_runs_the_model_of_its_safety_config():
 
 # =========================================================================== Kafka itself
 
-def _toolchain_present() -> bool:
-    return bool(shutil.which("java") or os.environ.get("KRAFTCHECK_JAVA")) and bool(
-        shutil.which("mvn"))
-
-
 def _bounds_with_observer(folder: Path) -> Path:
     """The F13 reproduction's bounds: the observer judge's servers with room for a long run."""
     text = (CONFIG_DIR / "kraft-ci-kafka-3.7-observer.cfg").read_text()
@@ -140,14 +134,6 @@ def _bounds_with_observer(folder: Path) -> Path:
         text = text.replace(f"    {old}\n", f"    {new}\n")
     out = folder / "obs-bounds.cfg"
     out.write_text(text)
-    return out
-
-
-def _without(judge: str, switch: str, folder: Path) -> Path:
-    text = (CONFIG_DIR / f"{judge}.cfg").read_text()
-    assert f"    {switch} = TRUE\n" in text
-    out = folder / f"{judge.replace('.', '_')}-without-{switch}.cfg"
-    out.write_text(text.replace(f"    {switch} = TRUE\n", f"    {switch} = FALSE\n"))
     return out
 
 
@@ -162,15 +148,9 @@ REPRODUCTIONS = {
 @pytest.mark.tlc
 @pytest.mark.parametrize("finding", sorted(REPRODUCTIONS))
 def test_kafka_reproduces_the_finding_and_its_switch_explains_it(finding, tmp_path, tlc_toolchain):
-    if not _toolchain_present() and os.environ.get("CI", "").lower() not in ("1", "true"):
-        pytest.skip("Java 17 and Maven are needed to build and run kafka_harness/ (make setup)")
+    require_harness()
     from kafka_bridge.raft import KafkaRunSpec, run
-    from kafka_bridge.toolchain import HarnessError, find_harness
     from trace_checker.corpus import validate_corpus
-    try:
-        find_harness("raft")
-    except HarnessError as e:
-        pytest.fail(f"the Kafka raft harness is unusable: {e}")
     profile, seed, steps, observer, judge = REPRODUCTIONS[finding]
     bounds = _bounds_with_observer(tmp_path) if observer else None
     out = tmp_path / "traces"
@@ -179,7 +159,7 @@ def test_kafka_reproduces_the_finding_and_its_switch_explains_it(finding, tmp_pa
     (path,) = sorted(out.glob("kafka-kraft-*.jsonl"))
     ok = validate_corpus([path], config=judge)["results"][0]
     assert ok["verdict"] == "valid", ok.get("diagnosis")
-    cfg = _without(judge, FINDINGS[finding], tmp_path)
+    cfg = judge_without(judge, FINDINGS[finding], tmp_path)
     bad = validate_corpus([path], config=str(cfg), module="spec/MCKRaft.tla")["results"][0]
     assert bad["verdict"] == "invalid", bad
     assert finding in explain_failure(path, bad["failed_step"]), bad.get("diagnosis")
