@@ -4,7 +4,12 @@ One JVM runs every seed (`java -jar kafka-harness-raft.jar simulate --seeds ...`
 each seed's raw step file becomes a `kraftcheck-trace/1` trace (wrap.py) with the refimpl's
 writer, spec module KRaft, header `impl` {"name": "kafka", "version": ...}, and the same
 manifest.json and footer as the refimpl's `kraftcheck simulate` (refimpl.sim.runner), checked
-online by the spec's invariants on the projected states (kraft_invariants.py).
+online by the spec's invariants on the projected states (kraft_invariants.py).  A run that may
+lose a disk (loses_disks: the disk-loss profile, unless MaxRestarts = 0) writes LoseDisk steps,
+an action of spec/KRaftHistory.tla: its traces are of module KRaftHistory, with that module's
+ghost map ghostLeaders computed here from the projected states (add_ghost_leaders), and are
+judged by kraft-deep-kafka-3.7-disk-loss / kraft-deep-3voters-disk-loss
+(docs/kafka-conformance.md §1).
 
 Trace ids: `kafka-kraft-<faults>-<seed>`, with a planted environment fault
 `kafka-kraft-<faults>-<plant>-<seed>`, under --bounds `...@<config>` (refimpl.sim.runner.trace_id
@@ -34,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraftcore.output import OutputError, write_atomic
-from kraftcore.values import ValueError_, from_itf
+from kraftcore.values import Fn, ValueError_, from_itf, to_itf
 from refimpl.kraft import spec_mapping as sm
 from refimpl.kraft.adapter import KRaftBounds
 from refimpl.sim.bounds import BoundsError, parse_cfg
@@ -47,9 +52,10 @@ from kafka_bridge import RAFT_PLANTS
 from kafka_bridge.kraft_invariants import (INVARIANTS, Recovery, StateMonitor,
                                            cluster_of_constants, stable_leader)
 from kafka_bridge.toolchain import HarnessError, find_harness, run_harness
-from kafka_bridge.wrap import RawFormatError, read_raw, wrap
+from kafka_bridge.wrap import RawFormatError, RawRun, read_raw, wrap
 
 __all__ = ["PLANTS", "PROTOCOL", "KafkaRunSpec", "KRaftJudge", "run", "wrap_raw_file",
+           "loses_disks", "add_ghost_leaders", "HISTORY_MODULE", "HISTORY_VARIABLES",
            "harness_args", "IMPL"]
 
 PROTOCOL = "kraft"
@@ -57,6 +63,39 @@ IMPL = "kafka"
 PLANTS = RAFT_PLANTS
 DEFAULT_VOTERS = ("n1", "n2", "n3")        # the refimpl's unbounded cluster (KRaftAdapter)
 DEFAULT_VALUES = ("v1", "v2")
+# A run that may lose a disk writes LoseDisk steps, an action of spec/KRaftHistory.tla: its
+# traces are of that module, with its ghost map ghostLeaders (computed here: add_ghost_leaders)
+HISTORY_MODULE = "KRaftHistory"
+GHOST_LEADERS = "ghostLeaders"
+HISTORY_VARIABLES = sm.VARIABLES + (GHOST_LEADERS,)
+
+
+def loses_disks(faults: str, b: KRaftBounds) -> bool:
+    """May a run of this fault profile under these bounds lose a disk (write LoseDisk steps)?
+    The profile's disk loss takes effect at a restart, so not under MaxRestarts = 0."""
+    return PROFILES[faults].disk_loss > 0 and b.limits.max_restarts != 0
+
+
+def add_ghost_leaders(raw: RawRun) -> None:
+    """spec/KRaftHistory.tla's ghost map, computed from the projected states and added to each
+    raw step's state: ghostLeaders[e] is every replica that was Leader in epoch e after some step
+    (RecordLeaders: the state after each step, from step 1; HistoryInit's map is empty; the
+    domain is the epochs that had a leader).  A history variable: Kafka has no counterpart."""
+    leaders: dict[int, frozenset[str]] = {}
+    for k, obj in enumerate(raw.steps):
+        st = obj["state"]
+        if k:
+            try:
+                for node, role in st["role"].items():
+                    if role == "Leader":
+                        e = st["currentEpoch"][node]
+                        if type(e) is not int:
+                            raise TypeError(f"currentEpoch of {node} is {e!r}")
+                        leaders[e] = leaders.get(e, frozenset()) | {node}
+            except (AttributeError, KeyError, TypeError) as e:
+                raise RawFormatError(raw.path, obj["_line"], "state.role",
+                                     f"cannot compute {GHOST_LEADERS}: {e}") from None
+        st[GHOST_LEADERS] = to_itf(Fn(leaders))
 
 
 class KRaftJudge:
@@ -163,8 +202,13 @@ def wrap_raw_file(path: Path, spec: KafkaRunSpec, b: KRaftBounds, label: dict | 
         raise RawFormatError(str(path), 1, "constants", str(e)) from None
     judge = KRaftJudge(tuple(b.voters), cluster_of_constants(constants, nodes))
     tid = trace_id(f"{IMPL}-{PROTOCOL}", spec.faults, seed, spec.plant, spec.bounds_path)
-    return wrap(raw, trace_id=tid, protocol=PROTOCOL, spec_module=sm.SPEC_MODULE,
-                variables=sm.VARIABLES, model_values=_model_values(b), bounds=label,
+    history = loses_disks(spec.faults, b)
+    if history:
+        add_ghost_leaders(raw)
+    return wrap(raw, trace_id=tid, protocol=PROTOCOL,
+                spec_module=HISTORY_MODULE if history else sm.SPEC_MODULE,
+                variables=HISTORY_VARIABLES if history else sm.VARIABLES,
+                model_values=_model_values(b), bounds=label,
                 bug=spec.plant, judge=judge, faults_until_ms=spec.faults_until_ms,
                 liveness_bound_ms=spec.liveness_bound_ms)
 

@@ -79,8 +79,8 @@ def _variables(module: Path, folders: Iterable[Path]) -> set[str]:
     return out
 
 
-def _disjuncts(body: str) -> list[str]:
-    """The top-level `\\/` disjuncts of a definition body (brackets respected)."""
+def _split_top(body: str, op: str) -> list[str]:
+    """The top-level `op` (`\\/` or `/\\`) operands of a body (brackets respected)."""
     out, cur, depth, i = [], [], 0, 0
     while i < len(body):
         c = body[i]
@@ -88,7 +88,7 @@ def _disjuncts(body: str) -> list[str]:
             depth += 1
         elif c in ")]}":
             depth -= 1
-        if depth == 0 and body.startswith("\\/", i):
+        if depth == 0 and body.startswith(op, i):
             out.append("".join(cur))
             cur = []
             i += 2
@@ -99,16 +99,65 @@ def _disjuncts(body: str) -> list[str]:
     return [d for d in (x.strip() for x in out) if d]
 
 
+def _disjuncts(body: str) -> list[str]:
+    """The top-level `\\/` disjuncts of a definition body (brackets respected)."""
+    return _split_top(body, "\\/")
+
+
+def _alternatives(defs: dict[str, str], nxt: str) -> tuple[list[str], str | None]:
+    """The disjuncts of the next-state relation `nxt`, and the conjunction every one of them is
+    taken with (None: none).  `N == /\\ (\\/ A \\/ B) /\\ C` (KRaftHistory's HistoryNext ==
+    (Next \\/ LoseDisk) /\\ RecordLeaders) is read as `(A /\\ C) \\/ (B /\\ C)`, a disjunct that
+    is a defined disjunction (Next) replaced by its disjuncts: TLC labels such an N's every
+    edge `N`, so a checker that must tell the actions apart distributes C over them itself."""
+    body = defs[nxt]
+    if len(_disjuncts(body)) != 1 or "\\/" not in body:
+        return _disjuncts(body), None
+    parts = _split_top(body, "/\\")
+    if len(parts) < 2:
+        return _disjuncts(body), None
+    split = [_disjuncts(_unparen(c)) for c in parts]
+    which = [k for k, d in enumerate(split) if len(d) > 1]
+    if len(which) != 1:
+        return _disjuncts(body), None
+    extra = " /\\ ".join(_unparen(c) for k, c in enumerate(parts) if k != which[0])
+    if "\n" in extra:
+        return _disjuncts(body), None
+    flat: list[str] = []
+    todo = list(split[which[0]])
+    while todo:
+        d = todo.pop(0)
+        if d in defs and len(_disjuncts(defs[d])) > 1:
+            todo[:0] = _disjuncts(defs[d])
+        else:
+            flat.append(d)
+    return flat, extra
+
+
+def _unparen(text: str) -> str:
+    text = text.strip()
+    if text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+        return text[1:-1].strip()
+    return text
+
+
+def _balanced(text: str) -> bool:
+    depth = 0
+    for c in text:
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 _BOX = re.compile(r"\[\]\s*\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\]_")
 
 
-def _next_name(cfg, defs: dict[str, str]) -> str | None:
-    """The next-state relation a config runs: its NEXT, or the `[][N]_vars` of its
-    SPECIFICATION, found through the definitions it is made of (LiveSpec == Spec /\\
-    Fairness, Spec == Init /\\ [][Next]_vars)."""
-    nxt = (cfg.sections.get("NEXT") or [None])[0]
-    if nxt is not None:
-        return nxt
+def _spec_box(cfg, defs: dict[str, str]) -> tuple[str, re.Match] | None:
+    """The definition of a config's SPECIFICATION holding its `[][N]_vars`, found through the
+    definitions it is made of (LiveSpec == Spec /\\ Fairness, Spec == Init /\\ [][Next]_vars),
+    and that match; None if there is none."""
     todo, seen = [(cfg.sections.get("SPECIFICATION") or ["Spec"])[0]], set()
     while todo and len(seen) < 50:
         name = todo.pop(0)
@@ -117,19 +166,53 @@ def _next_name(cfg, defs: dict[str, str]) -> str | None:
         seen.add(name)
         m = _BOX.search(defs[name])
         if m:
-            return m.group(1)
+            return defs[name], m
         todo.extend(x for x in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", defs[name]) if x in defs)
     return None
 
 
-def next_relation(entry: ConfigEntry) -> str | None:
-    """The name of the next-state relation of a config (see _next_name); None if unreadable."""
+def _next_name(cfg, defs: dict[str, str]) -> str | None:
+    """The next-state relation a config runs: its NEXT, or the `[][N]_vars` of its
+    SPECIFICATION (_spec_box)."""
+    nxt = (cfg.sections.get("NEXT") or [None])[0]
+    if nxt is not None:
+        return nxt
+    box = _spec_box(cfg, defs)
+    return box[1].group(1) if box else None
+
+
+def _init_name(cfg, defs: dict[str, str]) -> str | None:
+    """The initial predicate a config runs: its INIT, or the conjunct `I` of its SPECIFICATION's
+    `I /\\ [][N]_vars` (_spec_box; HistorySpec == HistoryInit /\\ [][HistoryNext]_historyVars)
+    when it is one identifier."""
+    init = (cfg.sections.get("INIT") or [None])[0]
+    if init is not None:
+        return init
+    box = _spec_box(cfg, defs)
+    if box is None:
+        return None
+    body, m = box
+    before = re.sub(r"/\\\s*$", "", body[:m.start()].strip()).strip()
+    before = re.sub(r"^/\\", "", before).strip()
+    return before if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", before) else None
+
+
+def _relation(entry: ConfigEntry, find) -> str | None:
     try:
         cfg = parse_cfg(entry.cfg_path)
-        return _next_name(cfg, _definitions(entry.module_path,
-                                            [entry.module_path.parent, SPEC_DIR]))
+        return find(cfg, _definitions(entry.module_path, [entry.module_path.parent, SPEC_DIR]))
     except Exception:  # noqa: BLE001 - a config TLC reads will say what is wrong itself
         return None
+
+
+def next_relation(entry: ConfigEntry) -> str | None:
+    """The name of the next-state relation of a config (see _next_name); None if unreadable."""
+    return _relation(entry, _next_name)
+
+
+def init_relation(entry: ConfigEntry) -> str | None:
+    """The name of the initial predicate of a config (see _init_name); None if unreadable."""
+    return _relation(entry, _init_name)
 
 
 def spec_actions(entry: ConfigEntry) -> list[str]:
@@ -169,7 +252,7 @@ def spec_actions(entry: ConfigEntry) -> list[str]:
         if name in seen:
             return
         seen.add(name)
-        for d in _disjuncts(defs[name]):
+        for d in (_alternatives(defs, name)[0] if name == nxt else _disjuncts(defs[name])):
             q = _QUANT.match(d)
             while q and not stateful(q.group(0)):
                 d = d[q.end():]
@@ -198,8 +281,9 @@ def next_disjuncts(entry: ConfigEntry) -> list[tuple[str, str]] | None:
     nxt = _next_name(cfg, defs)
     if nxt is None or nxt not in defs:
         return None
+    alternatives, extra = _alternatives(defs, nxt)
     out: list[tuple[str, str]] = []
-    for d in _disjuncts(defs[nxt]):
+    for d in alternatives:
         if "\n" in d:
             return None
         rest, q = d, _QUANT.match(d)
@@ -209,11 +293,23 @@ def next_disjuncts(entry: ConfigEntry) -> list[tuple[str, str]] | None:
         m = _APPLY.match(rest)
         if m is None or m.group(1) not in defs:
             return None
-        out.append((m.group(1), d))
+        out.append((m.group(1), d if extra is None else f"({d}) /\\ {extra}"))
     names = [n for n, _ in out]
     if len(set(names)) != len(names) or spec_actions(entry) != names:
         return None
     return out
+
+
+def next_is_distributed(entry: ConfigEntry) -> bool:
+    """Is the config's next-state relation a conjunction that TLC labels as one action
+    (_alternatives), so that only next_disjuncts' relabelled relation tells its actions apart?"""
+    try:
+        cfg = parse_cfg(entry.cfg_path)
+    except Exception:  # noqa: BLE001
+        return False
+    defs = _definitions(entry.module_path, [entry.module_path.parent, SPEC_DIR])
+    nxt = _next_name(cfg, defs)
+    return nxt is not None and nxt in defs and _alternatives(defs, nxt)[1] is not None
 
 
 def graph_coverage(g: StateGraph, paths: Iterable[list[int]], actions: Iterable[str] = ()

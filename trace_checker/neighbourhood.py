@@ -17,8 +17,8 @@ those of the spec's Next, labelled as in a full dump.  Batches larger than `chun
 split across runs; a run that fails is split in halves until the states TLC cannot evaluate are
 isolated (they are reported, the others are expanded).
 
-The spec's initial states come from a second generated module (`INIT` the config's Init,
-`CONSTRAINT TLCGet("level") < 1`).
+The spec's initial states come from a second generated module (`INIT` the config's Init, or
+its SPECIFICATION's initial predicate; `CONSTRAINT TLCGet("level") < 1`).
 
 Targeted runs.  For a complete-observation trace the checker knows, for each source state, the
 state the trace goes to next; it needs TLC to say only whether (and by which actions) that step
@@ -43,6 +43,11 @@ never computed (a Fetch answered with any number of records, under KafkaFetchRet
 made most of the successors of Kafka traces' states).  The graph records which actions were
 judged for a step (`StateGraph.knows_step`), so a trace claiming another action of the same
 step gets the source's full successors.
+
+A conjunctive Next (KRaftHistory's `HistoryNext == (Next \\/ \\E i \\in Server : LoseDisk(i)) /\\
+RecordLeaders`), whose every edge TLC labels `HistoryNext`: coverage.next_disjuncts gives each
+disjunct taken with the other conjuncts, and every run (full successors too) uses
+`TC_Step_A == (A's disjunct) /\\ RecordLeaders` (`distributed`), so the labels are the actions'.
 
 Size.  States are written through `SharedValues` (tlashare.py: every distinct value once, long
 sequences cut into shared pieces), and a batch is closed when its text reaches a budget
@@ -76,7 +81,8 @@ from kraftcore.tlc.runner import run_config
 from kraftcore.values import Value
 from trace_checker.cache import cache_dir
 from trace_checker.codec import Codec
-from trace_checker.coverage import next_disjuncts, next_relation
+from trace_checker.coverage import (init_relation, next_disjuncts, next_is_distributed,
+                                    next_relation)
 from trace_checker.dot import read_dump, split_escaped_label
 from trace_checker.graph import GraphFormatError, StateGraph
 from trace_checker.tlagen import ModelValues, Unwritable, cfg_constants
@@ -150,7 +156,9 @@ class Neighbourhood:
         self.base = base
         self.cfg = parse_cfg(base.cfg_path)
         self.variables = tuple(codec.variables) if codec else tuple(sorted(variables))
-        self.init_name = (self.cfg.sections.get("INIT") or ["Init"])[0]
+        # the config's INIT, or the initial predicate of its SPECIFICATION (HistorySpec ==
+        # HistoryInit /\ [][HistoryNext]_historyVars: HistoryInit)
+        self.init_name = init_relation(base) or "Init"
         # the config's NEXT, or the next-state relation of its SPECIFICATION (LiveSpec ==
         # Spec /\ Fairness: Next)
         self.next_name = next_relation(base) or "Next"
@@ -171,6 +179,7 @@ class Neighbourhood:
         self._have_inits = False
         self._disjuncts: list[tuple[str, str]] | None | bool = False    # False: not read yet
         self._claims: dict[int, frozenset[str]] | None = None
+        self._distributed: bool | None = None
 
     # ---- generation --------------------------------------------------------------------
     def _module(self, name: str, body: str, mv: ModelValues, extends: str = "") -> str:
@@ -335,6 +344,13 @@ class Neighbourhood:
             self._disjuncts = next_disjuncts(self.base) if self.next_name else None
         return self._disjuncts
 
+    def distributed(self) -> bool:
+        """Does every run need the relabelled relation (coverage.next_is_distributed: TLC
+        labels the config's Next as one action)?"""
+        if self._distributed is None:
+            self._distributed = self.disjuncts() is not None and next_is_distributed(self.base)
+        return self._distributed
+
     def _batches(self, todo: list[int], pairs: dict[int, set[int]] | None) -> list[list[int]]:
         """Cut `todo` into runs of at most `chunk` sources whose text fits the heap budget
         (estimated by writing them: values shared with earlier states of the run are free)."""
@@ -424,21 +440,26 @@ class Neighbourhood:
                 + "TC_OneStep == TLCGet(\"level\") < 2\n")
         action_constraint = next_name = None
         claims = self._claims
+        now = "<<" + ", ".join(self.variables) + ">>"
         if pairs is not None:
-            now = "<<" + ", ".join(self.variables) + ">>"
             nxt = "<<" + ", ".join(f"{v}'" for v in self.variables) + ">>"
             body += ("TC_Pairs == {" + ", ".join(
                 f"<<{refs[i]}, {refs[d]}>>" for i in ok for d in want[i]) + "}\n"
                      + f"TC_Target == <<{now}, {nxt}>> \\in TC_Pairs\n")
             action_constraint = "TC_Target"
-            if claims is not None:
-                steps = self.disjuncts() or []
-                for a, text in steps:
+        if (pairs is not None and claims is not None) or self.distributed():
+            # claimed actions only; or every action, when TLC labels the config's Next as one
+            # action (coverage._alternatives: KRaftHistory's HistoryNext)
+            steps = self.disjuncts() or []
+            for a, text in steps:
+                if pairs is not None and claims is not None:
                     srcs = [refs[i] for i in ok if a in claims.get(i, ())]
                     body += (f"TC_Claim_{a} == {{" + ", ".join(srcs) + "}\n"
                              f"TC_Step_{a} == {now} \\in TC_Claim_{a} /\\ ({text})\n")
-                body += "TC_Next ==\n" + "".join(f"    \\/ TC_Step_{a}\n" for a, _ in steps)
-                next_name = "TC_Next"
+                else:
+                    body += f"TC_Step_{a} == {text}\n"
+            body += "TC_Next ==\n" + "".join(f"    \\/ TC_Step_{a}\n" for a, _ in steps)
+            next_name = "TC_Next"
         what = (f"{'steps of ' if pairs is not None else 'successors of '}{len(ok)} states "
                 f"({self.base.name}{', bounds raised' if self.overrides else ''})")
         raw, err = self._run("nbhd", body, "TC_Init", "TC_OneStep", mv, action_constraint,

@@ -75,7 +75,9 @@ import org.apache.kafka.raft.QuorumState;
  *                    to the HWM are appended, tagged with its epoch
  * ghostVotes[i]      computed by the harness: the candidates i voted for in its current epoch
  *                    (a leader: itself too, as a lone voter's candidacy is never observed)
- *                    (votedId after each step, cleared when the epoch grows; survives restarts)
+ *                    (votedId after each step, cleared when the epoch grows; survives a Restart,
+ *                    cleared by a LoseDisk as KRaftHistory.tla's LoseDisk does)
+ * ghostLeaders       (disk-loss runs only) computed by kafka_bridge/raft.py from these states
  * </pre>
  */
 final class Projection {
@@ -404,7 +406,10 @@ final class Projection {
             View v = views.get(r.name);
             int ge = ghostEpoch.get(r.name);
             if ("LoseDisk".equals(action) && r == actor) {
+                // spec/KRaftHistory.tla LoseDisk: ghostVotes'[i] = {} (its votes were of an
+                // epoch it no longer knows)
                 ghostEpoch.put(r.name, v.epoch);
+                ghostVotes.put(r.name, new TreeSet<>());
                 ge = v.epoch;
             }
             if (v.epoch > ge) {
