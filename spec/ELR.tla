@@ -1274,7 +1274,7 @@ HwmAdvancesOnlyWithMinIsr ==
 Fairness ==
     /\ \A f \in Brokers : WF_vars(FollowerFetch(f))
     /\ \A b \in Brokers : WF_vars(ReceiveMetadata(b))
-    /\ \A b, f \in Brokers : WF_vars(ProposeIsrExpand(b, f))
+    /\ \A b \in Brokers : \A f \in Brokers \ {b} : WF_vars(ProposeIsrExpand(b, f))  \* f /= b
     /\ \A b \in Brokers : WF_vars(HandleAlterPartition(b))
     /\ \A b \in Brokers : WF_vars(HandleAlterPartitionResponse(b))
     /\ \A b \in Brokers : WF_vars(~alive[b] /\ FenceBroker(b))

@@ -308,7 +308,7 @@ BackoffFairness ==
     /\ \A i \in Voters : WF_backoffVars(QuietTimer(i))
     /\ \A i \in Voters :
           WF_backoffVars(\E v \in Values : ClientRequest(i, v) /\ UNCHANGED ghost)
-    /\ \A i, j \in Server :
+    /\ \A i \in Server : \A j \in Server \ {i} :   \* pairs i = j: never enabled (KRaft.tla Fairness)
           /\ WF_backoffVars(SendTo(i, j) /\ UNCHANGED ghost)
           /\ WF_backoffVars(DeliverOn(i, j) /\ UNCHANGED ghost)
 
@@ -323,7 +323,7 @@ BackoffFairnessNoFetch ==
     /\ \A i \in Voters : WF_backoffVars(QuietTimer(i))
     /\ \A i \in Voters :
           WF_backoffVars(\E v \in Values : ClientRequest(i, v) /\ UNCHANGED ghost)
-    /\ \A i, j \in Server :
+    /\ \A i \in Server : \A j \in Server \ {i} :
           /\ WF_backoffVars((BSendVoteRequest(i, j) \/ BSendBeginQuorumEpoch(i, j))
                             /\ UNCHANGED ghost)
           /\ WF_backoffVars(DeliverOn(i, j) /\ UNCHANGED ghost)

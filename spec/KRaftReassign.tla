@@ -521,7 +521,7 @@ Deliver(i, j, t) == K!Deliver(i, j, t) /\ Bookkeeping
 
 Fairness ==
     /\ \A i \in Server : WF_allVars(Timeout(i))
-    /\ \A i, j \in Server :
+    /\ \A i \in Server : \A j \in Server \ {i} :   \* pairs i = j: never enabled (KRaft.tla Fairness)
           /\ WF_allVars(SendVoteRequest(i, j))
           /\ WF_allVars(SendBeginQuorumEpoch(i, j))
           /\ WF_allVars(SendFetchRequest(i, j))
