@@ -37,8 +37,12 @@ runs only the stages named, on the earlier stages' outputs in --out:
                Kafka 3.7 judges of docs/kafka-conformance.md, so they stay out of the stats
                stage, whose distributed validation uses the KIP graph; `kraftcheck stats` over
                both corpora compares the two implementations)
+  3c. replay   model-guided replay (docs/replay.md): a seeded sample of kraft-graph-small's
+               edges (200; --full 1000) driven on the refimpl along shortest paths, none
+               diverged (the whole graph is benchmarks/bench_replay.py)
   4. stats     the Spark job over the whole corpus and the verdicts: Parquet tables and an
-               HTML report with plots (out/demo/stats/report.html)
+               HTML report with plots (out/demo/stats/report.html), whose coverage section
+               colors the graph's edges by the replay stage's outcomes
   5. proofs    the z3 proofs of the shared rules (`kraftcheck prove`): every obligation must
                come out as expected (rules proved, planted variants and findings refuted)
   6. review    the reviewer's artefacts: the spec typeset as HTML (out/demo/spec/index.html)
@@ -61,9 +65,6 @@ runs only the stages named, on the earlier stages' outputs in --out:
                format rules, values TLC cannot hold or compare, steps of no spec action, a
                trace observing nothing) judged in one run, each with the verdict it must get
                (made of the trace's first 25 steps; --full: the whole trace)
-  10. replay   model-guided replay (docs/replay.md): a seeded sample of kraft-graph-small's
-               edges (200; --full 1000) driven on the refimpl along shortest paths, none
-               diverged (the whole graph is benchmarks/bench_replay.py)
 """
 
 from __future__ import annotations
@@ -469,7 +470,9 @@ def _stage_stats(out: Path, show: bool, corpora: list[str] | None = None) -> dic
     names = [c[0] for c in _corpora(corpora)]
     s = run_stats([out / "traces" / n for n in names], out / "stats",
                   graph=GRAPH_CONFIGS["kraft"],
-                  verdicts=[out / "verdicts" / f"{n}.json" for n in names], progress=say)
+                  verdicts=[out / "verdicts" / f"{n}.json" for n in names], progress=say,
+                  # the replay stage ran before: its per-edge outcomes color the coverage section
+                  replay=[out / "replay"] if (out / "replay" / "replay.json").exists() else None)
     # the distributed validation must agree with the checker on every trace it judges inside
     # the graph (the others left the bounded graph or are of another protocol), and every
     # trace must have a verdict on both sides
@@ -579,6 +582,8 @@ STAGES = [
     Stage("kafka", lambda out, show, seeds, graph_mode: _stage_kafka(out, seeds, show,
                                                                      graph_mode),
           {"seeds": 5, "graph_mode": False}, {"seeds": 10, "graph_mode": True}),
+    Stage("replay", lambda out, show, edges: _stage_replay(out, show, edges),
+          {"edges": "sample 200"}, {"edges": "sample 1000"}),
     Stage("stats", lambda out, show, corpora: _stage_stats(out, show, corpora),
           {"corpora": DEFAULT_CORPORA}, {"corpora": None}),
     Stage("proofs", lambda out, show: _stage_proofs(show)),
@@ -591,8 +596,6 @@ STAGES = [
           {"seeds": 5, "chaos_steps": 1500, "graph_mode": True}),
     Stage("fail-closed", lambda out, show, steps: _stage_fail_closed(out, show, steps),
           {"steps": FAIL_CLOSED_STEPS}, {"steps": None}),
-    Stage("replay", lambda out, show, edges: _stage_replay(out, show, edges),
-          {"edges": "sample 200"}, {"edges": "sample 1000"}),
 ]
 
 
