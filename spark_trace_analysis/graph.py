@@ -49,10 +49,13 @@ class GraphError(ValueError):
 @dataclass
 class GraphTables:
     name: str
-    states: DataFrame      # fp, initial, label
-    edges: DataFrame       # src_fp, action, dst_fp
+    states: DataFrame | None   # fp, initial, label (None: the `cached` tables, not read yet)
+    edges: DataFrame | None    # src_fp, action, dst_fp
     protocol: str | None
     bounds: str | None = None   # the config file the graph was explored under, when known
+    actions: set[str] | None = None   # the edges' actions, when known without a Spark job
+    # the checker's cached tables (spark_graph_dir) these were read from: copied as they are
+    cached: Path | None = None
 
 
 def parse_label(label: str) -> tuple[str, str]:
@@ -189,9 +192,11 @@ def _from_checker(spark: SparkSession, name: str) -> GraphTables:
         meta = json.loads((d / "graph_meta.json").read_text(encoding="utf-8"))
     except Exception as e:  # unknown config, symmetry, TLC failure: the checker says which
         raise GraphError(f"{name}: {e}") from None
-    return GraphTables(name, spark.read.parquet(str(d / "graph_states")),
-                       spark.read.parquet(str(d / "graph_edges")), meta.get("protocol"),
-                       _display(str(entry.cfg_path)))
+    import pyarrow.parquet as pq
+    actions = set(pq.read_table(d / "graph_edges", columns=["action"])
+                  .column("action").unique().to_pylist())
+    return GraphTables(name, None, None, meta.get("protocol"), _display(str(entry.cfg_path)),
+                       actions, d)
 
 
 def _display(path: str) -> str:
@@ -236,10 +241,17 @@ def load_graph_tables(spark: SparkSession, source: str, out: Path,
             raise GraphError(f"--graph-bounds {bounds}: the graph {source} was explored under "
                              f"{g.bounds}")
         g.bounds = bounds
-    g.states.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_states"))
-    g.edges.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_edges"))
+    if g.cached is not None:   # the checker's tables, one pyarrow file each: copied, no job
+        import shutil
+        for t in ("graph_states", "graph_edges"):
+            shutil.rmtree(out / t, ignore_errors=True)
+            shutil.copytree(g.cached / t, out / t)
+    else:
+        g.states.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_states"))
+        g.edges.coalesce(4).write.mode("overwrite").parquet(str(out / "graph_edges"))
     from kraftcore.output import write_atomic
     write_atomic(out / "graph_meta.json", json.dumps(
         {"name": g_name, "protocol": g.protocol, "bounds": g.bounds}, indent=2) + "\n")
     return GraphTables(g_name, spark.read.parquet(str(out / "graph_states")),
-                       spark.read.parquet(str(out / "graph_edges")), g.protocol, g.bounds)
+                       spark.read.parquet(str(out / "graph_edges")), g.protocol, g.bounds,
+                       g.actions)

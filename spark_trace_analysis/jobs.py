@@ -24,7 +24,8 @@ from spark_trace_analysis import reassign_metrics   # KIP-642 (issue 12)
 from spark_trace_analysis.graph import GraphError, load_graph_tables
 from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
-from spark_trace_analysis.session import driver_heap_bytes, get_session, size_shuffles
+from spark_trace_analysis.session import (driver_heap_bytes, get_session, is_small_input,
+                                          size_shuffles)
 
 __all__ = ["run_stats", "InputError", "GraphError"]
 
@@ -39,7 +40,8 @@ def _rows(df: DataFrame, limit: int | None = None) -> list[dict]:
 
 def _write(df: DataFrame, path: Path, parts: int = 1) -> DataFrame:
     df.coalesce(parts).write.mode("overwrite").parquet(str(path))
-    return df.sparkSession.read.parquet(str(path))
+    # read back with the schema it was written with: no job to read it from the files' footers
+    return df.sparkSession.read.schema(df.schema).parquet(str(path))
 
 
 def _write_partitioned(df: DataFrame, path: Path) -> DataFrame:
@@ -95,15 +97,17 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     if graph_bounds and not graph_src:
         raise InputError("--graph-bounds needs --graph")
     say("starting Spark")
-    spark = get_session(master)
-    size_shuffles(spark, ingest.input_bytes(files))
+    size = ingest.input_bytes(files)
+    spark = get_session(master, small_input=is_small_input(size))
+    size_shuffles(spark, size)
     g = None
     if graph_src:
         say(f"loading the state graph {graph_src}")
         g = load_graph_tables(spark, graph_src, tmp, graph_bounds)
     extra = {}
     if g is not None and g.protocol:
-        extra[g.protocol] = {r.action for r in g.edges.select("action").distinct().collect()}
+        extra[g.protocol] = (g.actions if g.actions is not None else
+                             {r.action for r in g.edges.select("action").distinct().collect()})
     say(f"ingesting {len(files)} files")
     counts = ingest.ingest_traces(spark, files, tmp, tmp / "_staging", extra_actions=extra,
                                   say=lambda m: say(f"  {m}"))

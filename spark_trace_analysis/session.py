@@ -34,7 +34,7 @@ from pathlib import Path
 from kraftcore.paths import work_dir
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
-           "driver_network", "driver_log", "ship_code"]
+           "driver_network", "driver_log", "ship_code", "is_small_input"]
 
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
@@ -136,10 +136,28 @@ def _stderr_to(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
+# Up to this much input, a job is mostly Spark's fixed cost (planning, code generation, a few
+# hundred small tasks), not work on rows: the JVMs then compile with C1 only (QUICK_JVM_OPTIONS).
+# On the demo corpus (25 MB, 4,183 steps) C2's compiler threads took 66 of the driver JVM's 125
+# CPU seconds; C1 alone cut the job's CPU by a third (docs/spark-stats.md, "Fixed cost").
+# Larger inputs keep the JVM's default tiered compilation: C2's code is what a 10M-event job
+# spends its time in.
+SMALL_INPUT_BYTES = 256 * 2**20
+QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def is_small_input(input_bytes: int | None) -> bool:
+    """Whether an input of `input_bytes` (None: unknown, e.g. URIs) counts as small."""
+    return input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES
+
+
 def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats",
                 shuffle_partitions: int = 8, driver_memory: str = "1g",
-                executor_memory: str = "1g", extra: dict[str, str] | None = None):
-    """A SparkSession on `master` (default local[*]); reuses the active one if it matches."""
+                executor_memory: str = "1g", extra: dict[str, str] | None = None,
+                small_input: bool = False):
+    """A SparkSession on `master` (default local[*]); reuses the active one if it matches.
+    `small_input`: the JVMs this call starts (the driver's; a cluster's executors) compile
+    with C1 only (QUICK_JVM_OPTIONS); a session already running keeps its JVM as it is."""
     given = _submitted_conf()
     master = (master or os.environ.get("KRAFTCHECK_SPARK_MASTER")
               or (given.get("spark.master") if given is not None else None) or DEFAULT_MASTER)
@@ -173,8 +191,11 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         # Parquet writer buffers a row group) the task falls back to sorting
         "spark.sql.optimizer.plannedWrite.enabled": "false",
         "spark.sql.maxConcurrentOutputFileWriters": "4",
-        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}",
+        "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}"
+                                         + (f" {QUICK_JVM_OPTIONS}" if small_input else ""),
     }
+    if small_input:
+        conf["spark.executor.extraJavaOptions"] = QUICK_JVM_OPTIONS
     if is_loopback_master(master):   # executors elsewhere keep their own scratch folders
         conf["spark.local.dir"] = str(local_dir)
     if os.environ.get("PYSPARK_PYTHON"):

@@ -167,7 +167,8 @@ def test_standalone_cluster_gives_the_local_result(cluster, worker_python, tmp_p
     # the executors' Python cannot import the project (fixture worker_python)
     monkeypatch.setenv("PYSPARK_PYTHON", worker_python)
     try:
-        sc = get_session(cluster, shuffle_partitions=2, executor_memory="512m").sparkContext
+        sc = get_session(cluster, shuffle_partitions=2, executor_memory="512m",
+                         small_input=True).sparkContext
         remote = run_stats([str(FIX / "corpus")], tmp_path / "remote", master=cluster, **RUN)
         probes = sc.parallelize(range(2), 2).mapPartitions(probe).collect()
         shipped = list(sc._python_includes)

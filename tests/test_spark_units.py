@@ -406,3 +406,26 @@ def test_a_stutter_must_claim_a_known_action():
     made_up = [(0, "Init", "a"), (1, "FormatDisk", "a"), (2, "X", "b")]
     assert lookup_verdict(made_up, states, init, edges, frozenset({"Init", "X", "Crash"})) == \
         ("invalid", 1, "FormatDisk")
+
+
+def test_spec_vocabulary_is_parsed_once_and_kept_under_the_spec_key(tmp_path, monkeypatch):
+    """The spec's Next actions (the stats job's vocabulary) are what the linter reads from
+    spec/, parsed once for the three protocol modules and then read from the work folder."""
+    import kraftcore.speclint as speclint
+    from kraftcore.paths import SPEC_DIR
+    from spark_trace_analysis import vocabulary as v
+    monkeypatch.setenv("KRAFTCHECK_WORK", str(tmp_path))
+    modules = list(v.SPEC_MODULES.values())
+    direct = {m: {a for r in speclint.lint_spec_dir(SPEC_DIR, modules) if r.module == m
+                  for a in r.actions} for m in modules}
+    assert all(direct.values()), direct
+    v._spec_actions_cached.cache_clear()
+    try:
+        assert {m: v._spec_actions(m) for m in modules} == direct
+        assert len(list((tmp_path / "spark" / "vocabulary").glob("*.json"))) == 1
+        v._spec_actions_cached.cache_clear()     # a new process: the kept file serves
+        monkeypatch.setattr(speclint, "lint_spec_dir",
+                            lambda *a, **k: pytest.fail("the spec was parsed again"))
+        assert {m: v._spec_actions(m) for m in modules} == direct
+    finally:
+        v._spec_actions_cached.cache_clear()
