@@ -52,8 +52,10 @@ FINDING_1 = {"NonEmptyElrImpliesIsrBelowMinIsr", "NoAckedRecordLost", "ElrMember
 
 
 #: runs (strategy, profile, seed) of 3,000 steps with min ISR changing among 1, 2, 3 that show
-#: finding 1 (found by a seed search over the asynchronous refimpl of issue 14).
-FINDING_1_RUNS = (("Balanced", "chaos", 74), ("Balanced", "chaos", 24))
+#: finding 1 (found by a seed search over the asynchronous refimpl of issue 14; searched again,
+#: seeds 0-96, after the leader's ISR expansion took Kafka's isFollowerInSync rule -- HWM and
+#: leader epoch start, no longer the log end -- which changes every seeded run).
+FINDING_1_RUNS = (("Balanced", "chaos", 84), ("Balanced", "chaos", 96))
 
 
 def test_min_isr_changes_and_elr_off_under_chaos_keep_the_controller_invariants():

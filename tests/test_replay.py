@@ -333,3 +333,77 @@ def test_elr_seeded_sample_is_replayed_or_explained(elr_graph):
         assert o.outcome != "diverged", o.reason
         if o.outcome == "not_drivable":
             assert o.explained, o.reason
+
+
+
+def _elr_proposals(g, keep) -> list:
+    """The ProposeIsrExpand(b, f) edges (s, a, t) of `g` for which keep(source, b, f) holds,
+    shallowest first (breadth-first depth, then canon.py's order)."""
+    import networkx as nx
+
+    from trace_checker.replay.canon import edge_order
+    depth = {s: i for i, layer in enumerate(nx.bfs_layers(g.to_networkx(), list(g.initial)))
+             for s in layer}
+    out = []
+    for s, lst in enumerate(g.succ):
+        for a, t in lst:
+            if g.actions[a] != "ProposeIsrExpand":
+                continue
+            src, dst = g.state(s), g.state(t)
+            b = next(x for x in src["log"] if dst["pendingIsr"][x] != src["pendingIsr"][x])
+            f, = set(dst["pendingIsr"][b]) - set(src["metadata"][b]["isr"])
+            if keep(src, b, f):
+                out.append((depth[s], edge_order(g, (s, a, t)), (s, a, t)))
+    return [e for *_, e in sorted(out)]
+
+
+def _unfenced_with_fetch_epoch(src, b, f) -> bool:
+    fs = src["followerState"][b][f]
+    return not src["fenced"][f] and fs["brokerEpoch"] == src["brokerEpoch"][f]
+
+
+def test_elr_isr_expansion_of_a_follower_behind_the_log_end_replays(elr_graph):
+    """The refimpl's leader proposes a follower whose fetch offset reaches the HWM and the
+    leader epoch's start but not its log end (Kafka's Partition.isFollowerInSync, spec
+    ProposeIsrExpand), as the spec's does: before 2026-11-28 it waited for the log end and
+    these edges were `isr-expand-at-log-end`.  The shallowest such edges (the follower unfenced
+    with the fetch's broker epoch at the controller) replay or carry an explained class; none
+    diverges."""
+    g = elr_graph
+    targets = _elr_proposals(g, lambda src, b, f: _unfenced_with_fetch_epoch(src, b, f) and
+                             src["followerState"][b][f]["leo"] < len(src["log"][b]))[:20]
+    run = replay(g, _elr_driver(g), targets, "sample", explain=explainer("elr", "refimpl"))
+    assert sum(o.outcome == "replayed" for o in run.outcomes) >= 2, \
+        [o.reason for o in run.outcomes]
+    for o in run.outcomes:
+        assert o.outcome != "diverged", o.reason
+        if o.outcome == "not_drivable":
+            assert o.explained, o.reason
+
+
+def test_elr_leader_cache_catch_up_drives_isr_expansion_of_an_unfenced_follower(elr_graph,
+                                                                                monkeypatch):
+    """KIP-841: the leader checks a follower's eligibility against its metadata cache, which
+    "is eventually consistent".  Where the spec's leader proposes an ELR member the controller
+    has unfenced again, right after its fetch, the refimpl's leader proposes it once its cache
+    has caught up with the metadata log before that fetch (a catch-up that changes no spec
+    variable: ElrDriver._propose_with_fresh_cache).  Without it those edges are
+    `leader-checks-isr-eligibility`."""
+    from collections import Counter
+
+    from trace_checker.replay.elr import ELIGIBLE, ElrDriver
+    g = elr_graph
+    targets = _elr_proposals(g, lambda src, b, f: f in src["elr"] and
+                             _unfenced_with_fetch_epoch(src, b, f))[:20]
+
+    def outcomes():
+        run = replay(g, _elr_driver(g), targets, "sample", explain=explainer("elr", "refimpl"))
+        assert all(o.outcome != "diverged" for o in run.outcomes)
+        return Counter(o.outcome if o.outcome == "replayed" else (o.reason or "").split(":")[0]
+                       for o in run.outcomes)
+
+    with_catch_up = outcomes()
+    monkeypatch.setattr(ElrDriver, "_propose_with_fresh_cache", lambda self, base, step: None)
+    without = outcomes()
+    assert with_catch_up["replayed"] > without["replayed"], (with_catch_up, without)
+    assert without[ELIGIBLE] >= with_catch_up["replayed"] - without["replayed"] > 0

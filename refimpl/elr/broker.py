@@ -414,8 +414,9 @@ class Broker:
     def on_fetch(self, s: BrokerState, src: str, req: FetchRequest,
                  now_ms: int) -> Transition | None:
         """The leader serves a follower's fetch: divergence check, follower progress, HWM,
-        acks, then ISR expansion (a follower caught up with the leader is proposed for the ISR:
-        the maximal ISR grows at once, the committed ISR when the controller answers)."""
+        acks, then ISR expansion (a follower in sync -- its fetch offset at the HWM and the
+        leader epoch's start, Kafka's isFollowerInSync -- is proposed for the ISR: the maximal
+        ISR grows at once, the committed ISR when the controller answers)."""
         if req.replica_id == s.broker_id or req.replica_id not in self.config.brokers or \
                 not s.registered:
             return None
@@ -461,16 +462,22 @@ class Broker:
                                "fetchOffset": req.fetch_offset},
                        sends=(self._env(s, src, resp),) + acks)
         live = md.live(req.replica_id)
+        # In sync (Kafka's Partition.isFollowerInSync, spec `ProposeIsrExpand`): the fetch
+        # offset reaches the HWM (after this fetch's update) and the start offset of this
+        # leader epoch -- not necessarily the leader's log end (KIP-966 "Additional High
+        # Watermark advancement requirement": the replica joins the maximal ISR and the HWM
+        # then waits for it).  The planted bug isr-expand-off-by-one asks for a fetch offset
+        # beyond the leader's log end instead, which never happens.
         in_sync = (req.fetch_offset > s.log.end_offset
-                   if bug_enabled(self.bug, "isr-expand-off-by-one") else caught_up)
+                   if bug_enabled(self.bug, "isr-expand-off-by-one") else
+                   req.fetch_offset >= max(s.hwm, s.leader_epoch_start_offset))
         if (req.replica_id in s.maximal_isr or not self._may_propose(s) or not in_sync
-                or live is None or live[1] != req.replica_broker_epoch
-                or req.fetch_offset < max(s.hwm, s.leader_epoch_start_offset)):
+                or live is None or live[1] != req.replica_broker_epoch):
             return t
-        # In sync: caught up with the leader's log end, hence with the HWM and the start of
-        # this leader epoch (Kafka's isFollowerInSync), and unfenced (KIP-841).  The maximal
-        # ISR grows at once, the committed ISR when the controller answers (a step of its own:
-        # spec `ProposeIsrExpand`, after the fetch and its HWM update).
+        # In sync and eligible: unfenced with the broker epoch the fetch named, as the
+        # leader's metadata cache says (KIP-841, KIP-903: Kafka's isReplicaIsrEligible).  The
+        # maximal ISR grows at once, the committed ISR when the controller answers (a step of
+        # its own: spec `ProposeIsrExpand`, after the fetch and its HWM update).
         new_isr = md.isr | {req.replica_id}
         s2, acks2 = self._leader_update(replace(s, pending_isr=new_isr), now_ms)
         propose = Transition(state=s2, action="ProposeIsrExpand",

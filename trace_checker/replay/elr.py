@@ -10,7 +10,7 @@ gives each spec action its own event:
 |---|---|
 | `Produce(b, v)` | the producer sends value v to broker b (any broker acting as leader in its own view, also a stale one) and b handles the request at once |
 | `FollowerFetch(f)` | f's fetch timer: the adapter's fetch round (FollowerFetch) |
-| `ProposeIsrExpand(b, f)` | the rest of the fetch round that caught f up: the refimpl's leader proposes within that fetch (below) |
+| `ProposeIsrExpand(b, f)` | the rest of the fetch round that found f in sync (fetch offset at the HWM and the leader epoch's start: Kafka's isFollowerInSync): the refimpl's leader proposes within that fetch (below); when b's metadata cache had f fenced or with another broker epoch and the controller has f unfenced with the fetch's epoch, the fetch is redone after b's cache caught up with the metadata log (below) |
 | `ShrinkIsr(b, f)` | b's ISR-check timer, fired once the lag time has passed (the clock jumps: `LAG_JUMP_MS`) |
 | `ReceiveMetadata(b)` | b catches up with the metadata log (a PartitionMetadata delivered now: abstraction A10) |
 | `HandleAlterPartition(b)` / `HandleAlterPartitionResponse(b)` | deliver b's AlterPartition request to the controller / its answer to b |
@@ -28,7 +28,21 @@ round that catches a follower up proposes its ISR expansion; a fence that leaves
 partition leaderless runs the unclean election...), the event gives its first spec step and
 the rest is held: the held parts are the ONLY event enabled next (the refimpl takes them at
 the same instant), so a spec path that takes another step in between is one the refimpl does
-not follow (explain.py `isr-expand-at-fetch-only`).
+not follow (`composite-step`).
+
+The leader's metadata cache.  KIP-841: the leader proposes only replicas its metadata cache
+has unfenced (with the fetch's broker epoch, KIP-903); the cache "is eventually consistent",
+the controller re-checks (INELIGIBLE_REPLICA).  spec/ELR.tla does not model the broker
+records of the cache: its ProposeIsrExpand leaves the check to the controller.  The refimpl's
+cache is the metadata log as of the leader's last catch-up (its ReceiveMetadata steps, which
+the spec takes only when the partition view changes).  A ProposeIsrExpand(b, f) right after
+f's FollowerFetch that b did not propose because its cache is behind the controller's record
+of f is driven by catching b's cache up before that fetch -- when b's partition view is the
+controller's current one, so the catch-up changes no spec variable -- and redoing the fetch
+(`_propose_with_fresh_cache`).  What stays `leader-checks-isr-eligibility`: the controller
+has f fenced (or another broker epoch) and b's cache already holds that; Kafka's leader with
+that cache does not propose either (one whose cache stopped before those records would: the
+refimpl keeps no older cache to go back to).
 
 Messages the spec does not see -- metadata pushes and heartbeats (replaced by the events
 above), the producer's acknowledgements (the ghost `acked` is written by the leader that
@@ -67,9 +81,8 @@ IDLE = "IdleAtBounds"
 #: The classes of the refimpl's known choices (the driver's reasons; explain.py).
 HELD = "composite-step"
 ELIGIBLE = "leader-checks-isr-eligibility"
-LOG_END = "isr-expand-at-log-end"
 ON_FETCH = "isr-expand-on-fetch"
-CHOICES = (HELD, ELIGIBLE, LOG_END, ON_FETCH)
+CHOICES = (HELD, ELIGIBLE, ON_FETCH)
 
 _KINDS: dict[str, tuple[str, ...]] = {
     "Produce": ("produce",),
@@ -102,6 +115,10 @@ class ElrDriver(RefimplDriver):
         super().__init__(adapter, variables)
         self.c = adapter.config
         self.held: tuple = ()          # the parts of a composite event still to take
+        # (snapshot before, event) of the FollowerFetch step just taken (None after any other
+        # step): a ProposeIsrExpand that needs the leader's metadata cache caught up redoes it
+        self.fetched: tuple | None = None
+        self._last_event: tuple | None = None
         limit = adapter.sim_limits().max_restarts
         self.max_restarts = limit
 
@@ -112,14 +129,14 @@ class ElrDriver(RefimplDriver):
         return ("held",) + _KINDS.get(label, ())
 
     def _extra_state(self) -> Any:
-        return self.held
+        return (self.held, self.fetched)
 
     def _restore_extra(self, extra: Any) -> None:
-        self.held = extra or ()
+        self.held, self.fetched = extra or ((), None)
 
     # ---- initial states ------------------------------------------------------------------
     def reset(self) -> dict:
-        self.held = ()
+        self.held, self.fetched = (), None
         return super().reset()
 
     def reset_to(self, expected: dict) -> dict | None:
@@ -150,12 +167,77 @@ class ElrDriver(RefimplDriver):
     def apply(self, step):
         base = self.snapshot()
         res = super().apply(step)
+        if not res.matched and res.drivable and step.action == "ProposeIsrExpand":
+            got = self._propose_with_fresh_cache(base, step)
+            if got is not None:
+                return got
         if not res.matched and res.drivable:
             self.restore(base)
             why = self._why_not(step)
             if why is not None:
                 res.reason = f"{why} ({res.reason})" if res.reason else why
+        fetched = (base, self._last_event) if (
+            res.matched and res.label == "FollowerFetch" and not res.silent) else None
+        if res.matched and (fetched is not None or self.fetched is not None):
+            self.fetched = fetched
+            self._dirty = True
+            self.snapshot()
         return res
+
+    def _replay(self, ev: tuple) -> None:
+        self._last_event = ev
+        super()._replay(ev)
+
+    def _propose_with_fresh_cache(self, base, step) -> Any:
+        """ProposeIsrExpand(b, f) right after f's FollowerFetch, where b's fetch handling did
+        not propose f because b's metadata cache has f fenced or with another broker epoch,
+        while the controller has f unfenced with the broker epoch f's fetch named: KIP-841's
+        leader checks eligibility against its metadata cache, which "is eventually
+        consistent" -- the cache catching up with the metadata log before the fetch is a
+        schedule Kafka allows (Partition.isReplicaIsrEligible then holds).  When b's partition
+        view is the controller's current one, that catch-up changes no spec variable: the
+        fetch is redone after it (the same projected state) and the proposal taken.  The
+        applied step, or None (the driver back at `base`)."""
+        if self.fetched is None:
+            return None
+        cur = self.project()
+        w, c = self.world, self.c
+        leaders = [b for b in c.brokers
+                   if step.expected["pendingIsr"][b] and
+                   step.expected["pendingIsr"][b] != cur["pendingIsr"][b]]
+        if len(leaders) != 1:
+            return None
+        b = leaders[0]
+        md = w.states[b].metadata
+        ctrl = w.states[c.controller]
+        prog = w.states[b].progress()
+        added = sorted(set(step.expected["pendingIsr"][b]) - set(md.isr if md else ()))
+        if md is None or len(added) != 1 or added[0] not in prog:
+            return None
+        f = added[0]
+        reg = ctrl.registration(f)
+        live = md.live(f)
+        if reg is None or reg.fenced or reg.broker_epoch != prog[f].broker_epoch or (
+                live is not None and live[1] == prog[f].broker_epoch):
+            return None            # not the cache's doing: the controller would refuse too
+        snap, ev = self.fetched
+        self.restore(snap)
+        before = self.project()
+        ok = self._do(("metadata", b)) is not None and self._matches(self.project(), before)
+        if ok:
+            r = self._do(ev)
+            ok = isinstance(r, _Outcome) and r.label == "FollowerFetch" and \
+                self._matches(self.project(), cur) and bool(self.held)
+        if ok:
+            self.fetched = None
+            res = super().apply(step)
+            if res.matched:
+                res.silent = [f"{self.describe(('metadata', b))} (before {f}'s fetch, which is "
+                              f"redone: {f} unfenced with broker epoch {reg.broker_epoch} in "
+                              f"{b}'s cache)"] + res.silent
+                return res
+        self.restore(base)
+        return None
 
     def _why_not(self, step) -> str | None:
         """Why the refimpl takes no such step here, when it is one of its known choices (the
@@ -179,23 +261,32 @@ class ElrDriver(RefimplDriver):
                 prog = st.progress().get(f)
                 if prog is None:
                     continue
+                if self.fetched is None or self.fetched[1][:2] != ("timer", f):
+                    return (f"{ON_FETCH}: the refimpl's leader proposes {f} within a fetch of "
+                            f"{f} only (Kafka's maybeExpandIsr runs on a fetch; KIP-841: \"when "
+                            "a broker is unfenced by the controller, the leader does nothing\" "
+                            f"until the follower's next fetch); the spec's path proposes it "
+                            f"without a fetch of {f} just before (a fetch now would change the "
+                            "spec's state)")
                 if live is None or live[1] != prog.broker_epoch:
+                    reg = w.states[self.c.controller].registration(f)
+                    ctrl = ("unregistered" if reg is None else "fenced" if reg.fenced else
+                            f"unfenced with broker epoch {reg.broker_epoch}")
+                    why = ("the controller would refuse it (INELIGIBLE_REPLICA); the "
+                           f"refimpl's cache is the metadata log as of {b}'s last catch-up, "
+                           "which holds that: Kafka's leader at that log offset does not "
+                           "propose it either, one whose cache stopped before those records "
+                           "(with the same partition state) would"
+                           if reg is None or reg.fenced or reg.broker_epoch != prog.broker_epoch
+                           else f"{b}'s partition view is not the controller's current one: "
+                           "catching its cache up is a ReceiveMetadata step of the spec")
                     return (f"{ELIGIBLE}: {b}'s metadata cache has {f} "
                             f"{'fenced' if live is None else 'with broker epoch ' + str(live[1])}"
-                            f" (the fetch named broker epoch {prog.broker_epoch}): the refimpl's "
-                            "leader does not propose it (KIP-841; Kafka's "
-                            "Partition.isReplicaIsrEligible), the spec's leader proposes and "
-                            "leaves the check to the controller (spec ProposeIsrExpand)")
-                if prog.log_end_offset < st.log.end_offset:
-                    return (f"{LOG_END}: {f}'s fetch offset {prog.log_end_offset} reaches "
-                            f"{b}'s HWM and leader epoch start but not its log end "
-                            f"{st.log.end_offset}: the refimpl's leader proposes a follower "
-                            "caught up with its log end only (refimpl/elr/broker.py on_fetch), "
-                            "the spec's as Kafka's Partition.isFollowerInSync (HWM and epoch "
-                            "start)")
-                return (f"{ON_FETCH}: the refimpl's leader proposes {f} within a fetch of "
-                        f"{f} (Kafka's maybeExpandIsr runs on a fetch); the spec's path "
-                        f"proposes it without one (a fetch now would change the spec's state)")
+                            f" (the fetch named broker epoch {prog.broker_epoch}; the "
+                            f"controller has {f} {ctrl}; {why}): the refimpl's leader does "
+                            "not propose it (KIP-841; Kafka's Partition.isReplicaIsrEligible), "
+                            "the spec's leader proposes and leaves the check to the controller "
+                            "(spec ProposeIsrExpand)")
         return None
 
     # ---- applying transitions ------------------------------------------------------------
