@@ -136,8 +136,12 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         no_id = (raw.filter(F.col("trace_id").isNull())
                  .join(by_file, F.col("file") == F.col("tfile"), "left")
                  .withColumn("trace_id", F.col("tid")).select(*cols))
-        matched = raw.filter(F.col("trace_id").isNotNull()).select(*cols).unionByName(no_id)
-        checker = matched.filter(F.col("trace_id").isNotNull()).dropDuplicates(["trace_id"])
+        # built once and cached: the comparison, the conformance tables and the verdict counts
+        # below all read it (no re-derivation per table: issue 34's fixed cost)
+        matched = (raw.filter(F.col("trace_id").isNotNull()).select(*cols).unionByName(no_id)
+                   .cache())
+        checker = (matched.filter(F.col("trace_id").isNotNull()).dropDuplicates(["trace_id"])
+                   .cache())
         # verdicts naming no trace of the corpus stay in the comparison, one-sided
         checker_all = checker.unionByName(matched.filter(F.col("trace_id").isNull()))
         checker = checker.drop("file")
