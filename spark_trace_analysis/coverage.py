@@ -17,6 +17,7 @@ states outside the graph are counted apart (`trace_states_outside`), they cover 
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -136,10 +137,8 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
     # the five counts in ONE aggregate (one query instead of five: issue 34's fixed cost)
     counted = {"states": g_states, "edges": g_edges, "visited_states": visited_states,
                "visited_edges": visited_edges, "trace_states": trace_states}
-    tagged = [df.select(F.lit(k).alias("k")) for k, df in counted.items()]
-    union = tagged[0]
-    for df in tagged[1:]:
-        union = union.unionAll(df)
+    union = functools.reduce(DataFrame.unionAll, [df.select(F.lit(k).alias("k"))
+                                                   for k, df in counted.items()])
     n = {k: 0 for k in counted}
     n.update({r.k: r["n"] for r in union.groupBy("k").agg(F.count(F.lit(1)).alias("n"))
               .collect()})

@@ -303,13 +303,10 @@ def next_disjuncts(entry: ConfigEntry) -> list[tuple[str, str]] | None:
 def next_is_distributed(entry: ConfigEntry) -> bool:
     """Is the config's next-state relation a conjunction that TLC labels as one action
     (_alternatives), so that only next_disjuncts' relabelled relation tells its actions apart?"""
-    try:
-        cfg = parse_cfg(entry.cfg_path)
-    except Exception:  # noqa: BLE001
-        return False
-    defs = _definitions(entry.module_path, [entry.module_path.parent, SPEC_DIR])
-    nxt = _next_name(cfg, defs)
-    return nxt is not None and nxt in defs and _alternatives(defs, nxt)[1] is not None
+    def distributed(cfg, defs) -> bool:
+        nxt = _next_name(cfg, defs)
+        return nxt is not None and nxt in defs and _alternatives(defs, nxt)[1] is not None
+    return bool(_relation(entry, distributed))
 
 
 def graph_coverage(g: StateGraph, paths: Iterable[list[int]], actions: Iterable[str] = ()

@@ -167,11 +167,11 @@ class ElrDriver(RefimplDriver):
     def apply(self, step):
         base = self.snapshot()
         res = super().apply(step)
-        if not res.matched and res.drivable and step.action == "ProposeIsrExpand":
-            got = self._propose_with_fresh_cache(base, step)
-            if got is not None:
-                return got
         if not res.matched and res.drivable:
+            if step.action == "ProposeIsrExpand":
+                got = self._propose_with_fresh_cache(base, step)
+                if got is not None:
+                    return got
             self.restore(base)
             why = self._why_not(step)
             if why is not None:
