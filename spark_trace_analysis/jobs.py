@@ -25,7 +25,7 @@ from spark_trace_analysis.graph import GraphError, load_graph_tables
 from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
 from spark_trace_analysis.session import (driver_heap_bytes, get_session, is_small_input,
-                                          size_shuffles)
+                                          large_input_shuffles, size_shuffles)
 
 __all__ = ["run_stats", "InputError", "GraphError"]
 
@@ -90,6 +90,43 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
         return summary
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _protocol_metrics(spark, steps: DataFrame, traces: DataFrame, tmp: Path, summary: dict,
+                      say: Progress) -> tuple[dict[str, DataFrame], DataFrame, DataFrame]:
+    """The per-step tables (metrics.PER_STEP_TABLES), metrics_by_profile and metrics_by_bug,
+    written under `tmp`: (the per-step tables by name, metrics_by_profile, metrics_by_bug)."""
+    # One sort of the observed steps by trace and step (narrow rows: keys, times and the
+    # state's scalar observations), written once; the comparisons of consecutive states run
+    # once per distinct pair of states; every per-step table (metrics.PER_STEP_TABLES) is then a
+    # scan of the window joined with the (few) pairs whose comparisons are not zero.
+    states = spark.read.parquet(str(tmp / "states"))
+    staging = tmp / "_staging"
+    few_states = summary["distinct_states"] <= ingest.BROADCAST_STATES
+    # the states' maps go to every task (twice: as the previous and the current state) only
+    # while they take at most a quarter of the driver's heap
+    maps_fit = summary["distinct_states"] * metrics.OBS_BYTES_PER_STATE <= driver_heap_bytes(spark) // 4
+    say("  the per-step window (one sort of the observed steps by trace and step)")
+    (metrics.step_window(steps, metrics.state_scalars(states), few_states)
+     .write.mode("overwrite").parquet(str(staging / "window")))
+    win = spark.read.parquet(str(staging / "window"))
+    say("  comparing consecutive states (once per distinct pair)")
+    (metrics.pair_values(win, states, maps_fit)
+     .write.mode("overwrite").parquet(str(staging / "pairs")))
+    pairs = spark.read.parquet(str(staging / "pairs"))
+    ps = metrics.per_step(win, pairs, metrics.trace_keys(traces),
+                          pairs.count() <= metrics.BROADCAST_PAIRS,
+                          summary["traces"] <= metrics.BROADCAST_TRACES)
+    per = {}
+    for name, fn in metrics.PER_STEP_TABLES.items():
+        say(f"  {name}")
+        per[name] = _write_partitioned(fn(ps), tmp / name)
+    ingest.remove(staging)
+    say("  metrics by fault profile and planted bug, latency histograms")
+    tm, el, cl = per["metrics"], per["election_latency"], per["commit_latency"]
+    mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
+    mb = _write(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
+    return per, mp, mb
 
 
 def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int,
@@ -221,36 +258,14 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         summary["replay_inputs"] = rmeta
 
     say("protocol metrics")
-    # One sort of the observed steps by trace and step (narrow rows: keys, times and the
-    # state's scalar observations), written once; the comparisons of consecutive states run
-    # once per distinct pair of states; every per-step table (metrics.PER_STEP_TABLES) is then a
-    # scan of the window joined with the (few) pairs whose comparisons are not zero.
+    # The averages of doubles in metrics_by_profile / metrics_by_bug (hwm_lag_avg) sum in the
+    # order rows meet in partitions, which every shuffle of this phase shapes: the phase runs
+    # with the shuffles it always had, also for a small input (session.large_input_shuffles),
+    # so those averages stay the same to the last bit.
+    with large_input_shuffles(spark, size):
+        per, mp, mb = _protocol_metrics(spark, steps, traces, tmp, summary, say)
+    el, cl = per["election_latency"], per["commit_latency"]
     states = spark.read.parquet(str(tmp / "states"))
-    staging = tmp / "_staging"
-    few_states = summary["distinct_states"] <= ingest.BROADCAST_STATES
-    # the states' maps go to every task (twice: as the previous and the current state) only
-    # while they take at most a quarter of the driver's heap
-    maps_fit = summary["distinct_states"] * metrics.OBS_BYTES_PER_STATE <= driver_heap_bytes(spark) // 4
-    say("  the per-step window (one sort of the observed steps by trace and step)")
-    (metrics.step_window(steps, metrics.state_scalars(states), few_states)
-     .write.mode("overwrite").parquet(str(staging / "window")))
-    win = spark.read.parquet(str(staging / "window"))
-    say("  comparing consecutive states (once per distinct pair)")
-    (metrics.pair_values(win, states, maps_fit)
-     .write.mode("overwrite").parquet(str(staging / "pairs")))
-    pairs = spark.read.parquet(str(staging / "pairs"))
-    ps = metrics.per_step(win, pairs, metrics.trace_keys(traces),
-                          pairs.count() <= metrics.BROADCAST_PAIRS,
-                          summary["traces"] <= metrics.BROADCAST_TRACES)
-    per = {}
-    for name, fn in metrics.PER_STEP_TABLES.items():
-        say(f"  {name}")
-        per[name] = _write_partitioned(fn(ps), tmp / name)
-    ingest.remove(staging)
-    tm, el, cl = per["metrics"], per["election_latency"], per["commit_latency"]
-    say("  metrics by fault profile and planted bug, latency histograms")
-    mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
-    mb = _write(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
 
     tables["conformance"] = _rows(conf)
     tables["first_failure"] = _rows(ff)

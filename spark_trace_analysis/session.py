@@ -34,7 +34,8 @@ from pathlib import Path
 from kraftcore.paths import work_dir
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
-           "driver_network", "driver_log", "ship_code", "is_small_input"]
+           "driver_network", "driver_log", "ship_code", "is_small_input",
+           "size_shuffles", "large_input_shuffles"]
 
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
@@ -223,19 +224,57 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
 BYTES_PER_SHUFFLE_PARTITION = 64 * 2**20
 
 
+# Up to SMALL_INPUT_BYTES of input, adaptive execution is off and shuffles use at most this many
+# partitions (one per core): adaptive execution runs each shuffle stage as a job of its own and
+# re-plans after it, which on the demo corpus was 100 of the stats job's 249 Spark jobs, for
+# partitions it then coalesced into one or two anyway (docs/spark-stats.md, "Fixed cost").
+SMALL_SHUFFLE_PARTITIONS = 2
+
+
+def _large_input_partitions(spark, input_bytes: int) -> int:
+    """One shuffle partition per 64 MiB of input, at least twice the cores."""
+    cores = spark.sparkContext.defaultParallelism
+    return max(2 * cores, -(-input_bytes // BYTES_PER_SHUFFLE_PARTITION))
+
+
 def size_shuffles(spark, input_bytes: int | None) -> int:
     """Set spark.sql.shuffle.partitions from the input size: one per 64 MiB of input, at least
-    twice the cores, unless the user chose (KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS, or
-    spark-submit's --conf).  Returns the count in force."""
+    twice the cores, with adaptive execution; a small input (is_small_input) gets
+    SMALL_SHUFFLE_PARTITIONS (at most the cores) and no adaptive execution.  Unless the user
+    chose (KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS, or spark-submit's --conf): then both stay as
+    they are.  Returns the count in force."""
     conf = spark.conf
     chosen = ("KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS" in os.environ
               or conf.get("spark.kraftcheck.shufflePartitionsGiven", "false") == "true")
     if input_bytes is None or chosen:
         return int(conf.get("spark.sql.shuffle.partitions"))
-    cores = spark.sparkContext.defaultParallelism
-    n = max(2 * cores, -(-input_bytes // BYTES_PER_SHUFFLE_PARTITION))
+    small = is_small_input(input_bytes)
+    # set both ways: a session a small input ran in keeps no small-input setting for the next
+    conf.set("spark.sql.adaptive.enabled", "false" if small else "true")
+    n = (min(SMALL_SHUFFLE_PARTITIONS, spark.sparkContext.defaultParallelism) if small
+         else _large_input_partitions(spark, input_bytes))
     conf.set("spark.sql.shuffle.partitions", str(n))
     return n
+
+
+@contextlib.contextmanager
+def large_input_shuffles(spark, input_bytes: int | None) -> Iterator[None]:
+    """Within the block, shuffles run as size_shuffles sets them for a large input (adaptive
+    execution, twice the cores or more), whatever the input's size; restored after it.  For
+    aggregates whose floating-point results depend on how rows meet in partitions (an `avg`
+    of doubles sums in partition order): they keep the partitioning they had before small
+    inputs got their own settings, bit for bit."""
+    conf = spark.conf
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+    saved = {k: conf.get(k) for k in keys}
+    if input_bytes is not None and is_small_input(input_bytes) and saved[keys[0]] == "false":
+        conf.set(keys[0], "true")
+        conf.set(keys[1], str(_large_input_partitions(spark, input_bytes)))
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            conf.set(k, v)
 
 
 def stop_session() -> None:

@@ -85,6 +85,9 @@ CONSTANTS
                              \* (network partition between it and the controller)
     SyncMetadata,            \* TRUE: metadata propagation and AlterPartition round trips
                              \* complete before any other step (docs/spec-elr.md, "SyncMetadata")
+    FetchTriggeredIsrExpand, \* TRUE: the leader proposes an ISR expansion only while it handles
+                             \* the follower's fetch (KIP-841; Kafka's Partition.maybeExpandIsr
+                             \* in updateFollowerFetchState); FALSE: at any time its guard holds
 
     \* --- environment bounds: each one guards the actions named, so that a
     \*     simulator can respect exactly the same limits.
@@ -127,6 +130,7 @@ ASSUME
     /\ RecoveryStrategy \in Strategies
     /\ FenceRunningBrokers \in BOOLEAN
     /\ SyncMetadata \in BOOLEAN
+    /\ FetchTriggeredIsrExpand \in BOOLEAN
     /\ MaxLogLen \in Nat /\ MaxLeaderEpoch \in Nat \ {0}
     /\ MaxPartitionEpoch \in Nat
     /\ MaxBrokerEpoch \in Nat \ {0} /\ MaxRestarts \in Nat
@@ -647,6 +651,31 @@ Produce(b, v) ==
     /\ UNCHANGED <<alive, flushed, shutdownFile, controllerVars, metadata, pendingIsr,
                    followerState, alterPartition, uncleanShutdowns, lostCommitted>>
 
+\* The parts of f's fetch round at l (FollowerFetch; FetchAndProposeIsrExpand).
+\* The round happens when l is the leader of f's view, acts as leader, and both
+\* views agree on the leader epoch.
+CanFetch(f, l) ==
+    /\ SyncGate
+    /\ alive[f]
+    /\ l = metadata[f].leader
+    /\ l /= NoBroker /\ l /= f
+    /\ ActsAsLeader(l)
+    /\ metadata[l].leaderEpoch = metadata[f].leaderEpoch
+\* f's fetch offset: the part of f's log matching l's
+FetchKeep(f, l) == CommonPrefixLen(log[f], log[l])
+\* the logs after the round: f truncated its divergent suffix and copied l's log
+FetchedLog(f, l) == [log EXCEPT ![f] = log[l]]
+\* l's record of its followers after the round; with SyncMetadata the copied
+\* records count at once (the first version's A9)
+FetchedFollowers(f, l) ==
+    [followerState[l] EXCEPT ![f] = [leo |-> IF SyncMetadata THEN Len(log[l]) ELSE FetchKeep(f, l),
+                                     brokerEpoch |-> brokerEpoch[f]]]
+\* the round's writes on f's side (fetched records are not flushed yet)
+FetchWrites(f, l) ==
+    /\ log'           = FetchedLog(f, l)
+    /\ flushed'       = [flushed EXCEPT ![f] = IF @ < FetchKeep(f, l) THEN @ ELSE FetchKeep(f, l)]
+    /\ lostCommitted' = StillMissing(FetchedLog(f, l))   \* caught up again?
+
 \* KIP-966 §"Broker behaviors": "Both the follower and the leader don't have
 \* any new behavior to handle ELR. They still refer to ISR for decision
 \* making."  One fetch round of follower f (fenced or not: fencing is the
@@ -661,22 +690,13 @@ Produce(b, v) ==
 \* A round that changes nothing (the leader long-polls) is not a step.
 FollowerFetch(f) ==
     LET l == metadata[f].leader IN
-    /\ SyncGate
-    /\ alive[f]
-    /\ l /= NoBroker /\ l /= f
-    /\ ActsAsLeader(l)
-    /\ metadata[l].leaderEpoch = metadata[f].leaderEpoch
-    /\ LET keep   == CommonPrefixLen(log[f], log[l])
-           newLog == [log EXCEPT ![f] = log[l]]
-           \* SyncMetadata: the copied records count at once (the first version's A9)
-           fs     == [followerState[l] EXCEPT ![f] = [leo |-> IF SyncMetadata THEN Len(log[l]) ELSE keep,
-                                                      brokerEpoch |-> brokerEpoch[f]]]
-       IN  /\ log'           = newLog
-           /\ flushed'       = [flushed EXCEPT ![f] = IF @ < keep THEN @ ELSE keep]
+    /\ CanFetch(f, l)
+    /\ LET newLog == FetchedLog(f, l)
+           fs     == FetchedFollowers(f, l)
+       IN  /\ FetchWrites(f, l)
            /\ followerState' = [followerState EXCEPT ![l] = fs]
            /\ SetLeaderHwm(l, LeaderHwm(l, newLog, metadata[l], pendingIsr[l], fs, ViewMinIsr(metadata[l]),
                                         hwm[l], committedLog, acked, pendingAcks[l]))
-           /\ lostCommitted' = StillMissing(newLog)   \* caught up again?
     /\ ~UNCHANGED <<log, followerState, hwm, acked, pendingAcks>>
     /\ UNCHANGED <<alive, shutdownFile, controllerVars, metadata, pendingIsr, alterPartition,
                    uncleanShutdowns>>
@@ -699,17 +719,21 @@ ReceiveMetadata(b) ==
 (* learned for the members (KIP-903; 0 = unknown, not checked); the        *)
 (* controller validates and commits it; the leader applies the response.   *)
 (***************************************************************************)
+\* b's AlterPartition request for the ISR `proposed`, fs = b's follower states.
+AlterPartitionRequestOf(b, proposed, fs) ==
+    [type           |-> "Request",
+     leaderEpoch    |-> metadata[b].leaderEpoch,
+     partitionEpoch |-> metadata[b].partitionEpoch,
+     isr            |-> proposed,
+     brokerEpochs   |-> [m \in Brokers |->
+                           IF m = b THEN brokerEpoch[b]
+                           ELSE IF m \in proposed THEN fs[m].brokerEpoch
+                           ELSE 0]]
+
 SendAlterPartition(b, proposed) ==
     /\ pendingIsr'     = [pendingIsr EXCEPT ![b] = proposed]
     /\ alterPartition' = [alterPartition EXCEPT ![b] =
-          [type           |-> "Request",
-           leaderEpoch    |-> metadata[b].leaderEpoch,
-           partitionEpoch |-> metadata[b].partitionEpoch,
-           isr            |-> proposed,
-           brokerEpochs   |-> [m \in Brokers |->
-                                 IF m = b THEN brokerEpoch[b]
-                                 ELSE IF m \in proposed THEN followerState[b][m].brokerEpoch
-                                 ELSE 0]]]
+                             AlterPartitionRequestOf(b, proposed, followerState[b])]
     \* the maximal ISR changed: the HWM rule again (it only matters with
     \* BugHwmOnPendingIsr, where a pending shrink counts at once)
     /\ SetLeaderHwm(b, LeaderHwm(b, log, metadata[b], proposed, followerState[b], ViewMinIsr(metadata[b]),
@@ -732,20 +756,60 @@ ShrinkIsr(b, f) ==
 \* KIP-966 §"Additional High Watermark advancement requirement": the maximal
 \* ISR "includes the current ISR members and pending-to-add replicas that have
 \* not yet been committed to the controller".  Kafka's in-sync test on what
-\* the leader learned: f's fetch offset reaches the HWM and the leader epoch
-\* start offset, and f's broker epoch is known (KIP-903).  Whether f is
-\* fenced is the controller's to check (KIP-841).
-ProposeIsrExpand(b, f) ==
-    /\ SyncGate
-    /\ ActsAsLeader(b)
-    /\ pendingIsr[b] = {} /\ alterPartition[b] = NoMessage
+\* the leader learned: f's fetch offset (fs[f].leo, after the HWM h) reaches
+\* the HWM and the leader epoch start offset, and f's broker epoch is known
+\* (KIP-903).  Whether f is fenced is the controller's to check (KIP-841).
+IsrExpandGuard(b, f, fs, h) ==
     /\ f /= b /\ f \notin metadata[b].isr
-    /\ followerState[b][f].brokerEpoch /= 0
-    /\ followerState[b][f].leo >= hwm[b]
-    /\ followerState[b][f].leo >= EpochStartOffset(log[b], metadata[b].leaderEpoch)
-    /\ SendAlterPartition(b, metadata[b].isr \cup {f})
-    /\ UNCHANGED <<brokerVars, controllerVars, metadata, followerState, uncleanShutdowns,
-                   lostCommitted>>
+    /\ fs[f].brokerEpoch /= 0
+    /\ fs[f].leo >= h
+    /\ fs[f].leo >= EpochStartOffset(log[b], metadata[b].leaderEpoch)
+
+\* KIP-841 (cwiki, "Broker Unfencing"): "When a broker is unfenced by the
+\* controller, the leader does nothing because subsequent fetch requests from
+\* the followers will try to get them back into the ISR if they are
+\* caught-up"; Kafka's leader runs Partition.maybeExpandIsr inside
+\* updateFollowerFetchState, while it handles f's fetch.  One step: f's fetch
+\* round at its leader b (FollowerFetch's writes, possibly none: a caught-up
+\* follower's fetch changes nothing else), b's HWM rule, then -- f in sync
+\* after the fetch -- b's AlterPartition adding f, and the HWM rule over the
+\* new maximal ISR.  Every such step is a FollowerFetch step followed by a
+\* ProposeIsrExpand step of FetchTriggeredIsrExpand = FALSE (or the latter
+\* alone): a restriction.  The leader's eligibility check on its metadata
+\* cache (KIP-841/903) is still left to the controller (the cache's broker
+\* records are not modelled), and a fetch may still end without a proposal
+\* (FollowerFetch: a cache that has f fenced).
+FetchAndProposeIsrExpand(b, f) ==
+    /\ CanFetch(f, b)
+    /\ pendingIsr[b] = {} /\ alterPartition[b] = NoMessage
+    /\ LET newLog   == FetchedLog(f, b)
+           fs       == FetchedFollowers(f, b)
+           hu       == LeaderHwm(b, newLog, metadata[b], {}, fs, ViewMinIsr(metadata[b]), hwm[b],
+                                 committedLog, acked, pendingAcks[b])
+           proposed == metadata[b].isr \cup {f}
+       IN  /\ IsrExpandGuard(b, f, fs, hu.hwm)
+           /\ FetchWrites(f, b)
+           /\ followerState'  = [followerState EXCEPT ![b] = fs]
+           /\ pendingIsr'     = [pendingIsr EXCEPT ![b] = proposed]
+           /\ alterPartition' = [alterPartition EXCEPT ![b] = AlterPartitionRequestOf(b, proposed, fs)]
+           /\ SetLeaderHwm(b, LeaderHwm(b, newLog, metadata[b], proposed, fs, ViewMinIsr(metadata[b]),
+                                        hu.hwm, hu.committedLog, hu.acked, hu.pendingAcks))
+    /\ UNCHANGED <<alive, shutdownFile, controllerVars, metadata, uncleanShutdowns>>
+
+\* FetchTriggeredIsrExpand = FALSE: b proposes f whenever the guard holds on
+\* what b learned from f's fetches, also long after the last one (e.g. after
+\* f was unfenced, or stopped): an over-approximation of Kafka.
+\* FetchTriggeredIsrExpand = TRUE: FetchAndProposeIsrExpand above.
+ProposeIsrExpand(b, f) ==
+    IF FetchTriggeredIsrExpand
+    THEN FetchAndProposeIsrExpand(b, f)
+    ELSE /\ SyncGate
+         /\ ActsAsLeader(b)
+         /\ pendingIsr[b] = {} /\ alterPartition[b] = NoMessage
+         /\ IsrExpandGuard(b, f, followerState[b], hwm[b])
+         /\ SendAlterPartition(b, metadata[b].isr \cup {f})
+         /\ UNCHANGED <<brokerVars, controllerVars, metadata, followerState, uncleanShutdowns,
+                        lostCommitted>>
 
 \* The controller's validation of an AlterPartition (Kafka's
 \* ReplicationControlManager), in its order:

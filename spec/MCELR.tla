@@ -49,12 +49,22 @@ MCLiveSpec == Init /\ [][MCNext]_vars /\ Fairness
 \* behaviour may stop at any state), which shows they are not vacuous.
 MCUnfairSpec == Init /\ [][MCNext]_vars
 
-\* State constraint of elr-bug-stale-replies (tlc_configs/): brokers fail only
+\* State constraint of elr-bug-stale-replies, elr-bug-balanced-fixed-replies and
+\* elr-bug-liveness-no-fairness-balanced (tlc_configs/): brokers fail only
 \* uncleanly -- no state with a CleanShutdownFile written (KIP-966 §"Detection
 \* of an unclean shutdown") is explored, so no CleanShutdown step is taken.
 \* A bound: it only removes behaviours (the stale-reply scenario has three
 \* unclean shutdowns and no clean one).  Symmetric in the brokers.
 UncleanShutdownsOnly == \A b \in Brokers : shutdownFile[b] = -1
+
+\* State constraint of the bugs configs whose scenario has no AlterPartition
+\* (tlc_configs/elr-*.cfg that name it, issue 34): no AlterPartition is
+\* in flight, so no state after a leader's ISR shrink or expansion request
+\* (ShrinkIsr, ProposeIsrExpand; KIP-966 §"Controller behaviors" 1) is
+\* explored and the ISR changes only by the controller's own steps (fencing,
+\* elections).  A bound: it only removes behaviours.  Symmetric in the
+\* brokers.
+NoAlterPartitionInFlight == \A b \in Brokers : alterPartition[b] = NoMessage
 
 \* Brokers are interchangeable.  (The BFS configs have one payload value, v1,
 \* so they need no value symmetry; the simulation configs use no symmetry.)

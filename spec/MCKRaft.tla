@@ -66,6 +66,31 @@ AtMostOneCandidate ==
     Cardinality({i \in Server : role[i] = "Candidate"}) <= 1
 
 (***************************************************************************)
+(* State constraint of kraft-bug-no-current-epoch-rule (issue 34): the     *)
+(* voters whose timers fire never follow -- they vote, stand and lead, and *)
+(* only the other voters fetch (KIP-595 §"Fetch"), as in the Raft Figure 8 *)
+(* story.  A bound: it only removes behaviours.  Symmetric within          *)
+(* TimeoutVoters.                                                          *)
+(***************************************************************************)
+TimeoutVotersNeverFollow ==
+    \A i \in TimeoutVoters : role[i] # "Follower"
+
+(***************************************************************************)
+(* State constraint for the exhaustive 3-voter ci configuration with two   *)
+(* messages in flight (issue 34, the ci budget): the second message slot   *)
+(* serves only a leader's resignation (KIP-595 §"EndQuorumEpoch" sends one *)
+(* request to each other voter at once): a second message is in flight     *)
+(* only while an EndQuorumEpoch request is (its loss, duplication and      *)
+(* reordering, and the successors' elections, included).  As              *)
+(* MCKRaftReassign's.  Two arbitrary messages in flight with 3 voters are  *)
+(* checked by kraft-deep-3voters-two-in-flight; with 2 voters and an       *)
+(* observer by kraft-ci-lossy.  A bound: it only removes behaviours.       *)
+(***************************************************************************)
+SecondSlotForEndQuorumEpoch ==
+    \/ NumInFlight <= 1
+    \/ \E m \in BagToSet(msgs) : m.type = "EndQuorumEpochRequest"
+
+(***************************************************************************)
 (* State constraint for kraft-ci-kafka-truncation-keeps-unknown-epoch (4   *)
 (* epochs, 3 voters): a voter whose timer never fires (not in              *)
 (* TimeoutVoters) only votes and holds no record, as if its Fetch traffic  *)

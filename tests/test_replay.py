@@ -407,3 +407,44 @@ def test_elr_leader_cache_catch_up_drives_isr_expansion_of_an_unfenced_follower(
     without = outcomes()
     assert with_catch_up["replayed"] > without["replayed"], (with_catch_up, without)
     assert without[ELIGIBLE] >= with_catch_up["replayed"] - without["replayed"] > 0
+
+
+# ---- FetchTriggeredIsrExpand (issue 33): the ISR expansion is part of the follower's fetch ----
+
+ELR_FT_GRAPH = "elr-graph-fetch-triggered-r0"
+
+
+@pytest.fixture(scope="module")
+def elr_ft_graph(tlc_toolchain):
+    return load_graph(ELR_FT_GRAPH).graph
+
+
+def test_elr_fetch_triggered_isr_expansions_replay(elr_ft_graph):
+    """KIP-841: "subsequent fetch requests from the followers will try to get them back into
+    the ISR" (Kafka's maybeExpandIsr runs in updateFollowerFetchState).  Under
+    FetchTriggeredIsrExpand = TRUE a spec ProposeIsrExpand(b, f) step is f's fetch round in
+    which b proposes f, and the ELR driver drives it as one event (`fetch-propose`).  The 20
+    shallowest ProposeIsrExpand edges of elr-graph-fetch-triggered-r0 whose follower the
+    controller has unfenced with the fetch's broker epoch all replay.  The driver of the
+    FALSE graphs (a proposal only as the held rest of the FollowerFetch step before) replays
+    none of those whose fetch changes the state (f's log, b's record of f or its HWM)."""
+    g = elr_ft_graph
+    d, _, protocol = make_driver("refimpl", resolve_entry(ELR_FT_GRAPH), g, None)
+    assert protocol == "elr" and d.fetch_triggered
+    targets = _elr_proposals(g, _unfenced_with_fetch_epoch)[:20]
+    assert len(targets) == 20
+    run = replay(g, d, targets, "sample", explain=explainer("elr", "refimpl"))
+    assert [o.outcome for o in run.outcomes] == ["replayed"] * 20, \
+        [o.reason for o in run.outcomes if o.outcome != "replayed"]
+
+    def fetch_changes(e) -> bool:
+        src, dst = g.state(e[0]), g.state(e[2])
+        return any(src[v] != dst[v] for v in ("log", "followerState", "hwm"))
+
+    moving = [e for e in targets if fetch_changes(e)]
+    assert len(moving) >= 5
+    old = make_driver("refimpl", resolve_entry(ELR_FT_GRAPH), g, None)[0]
+    old.fetch_triggered = False
+    run = replay(g, old, moving, "sample", explain=explainer("elr", "refimpl"))
+    assert not [o for o in run.outcomes if o.outcome == "replayed"], \
+        [o.reason for o in run.outcomes]

@@ -97,11 +97,11 @@ def test_the_log_is_written_while_tlc_runs(tlc_toolchain):
 @pytest.mark.tlc
 @pytest.mark.deep
 def test_stop_keep_the_checkpoint_and_resume(tlc_toolchain):
-    """kraft-ci-lossy (1,019,327 states, over two minutes with one worker) stopped at 90 s,
+    """kraft-deep-lossy (1,019,327 states, over two minutes with one worker) stopped at 90 s,
     after TLC's first one-minute checkpoint, then resumed: the resumed run ends without a
     violation, with more states than the pin (TLC explores some again), and is not taken as
     confirming the pin."""
-    entry = find_entry("kraft-ci-lossy")
+    entry = find_entry("kraft-deep-lossy")
     first = run_config(entry, workers=1, timeout=90, checkpoint_minutes=1)
     assert first.status == "timeout" and first.checkpoint, first.mismatches
     assert first.progress_at_stop and first.progress_at_stop["distinct"] > 0

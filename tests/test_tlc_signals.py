@@ -59,8 +59,8 @@ def _default_sigint() -> None:
 def test_a_signal_stops_the_jvm_and_leaves_no_partial_dump(sig, tmp_path, tlc_toolchain):
     dump = tmp_path / "graph.dot"
     env = {**os.environ, "KRAFTCHECK_WORK": str(tmp_path / "work")}
-    # kraft-ci-lossy explores ~1M states: minutes, so it is surely running when signalled
-    p = subprocess.Popen([sys.executable, "-m", "kraftcheck", "tlc", "run", "kraft-ci-lossy",
+    # kraft-deep-lossy explores ~1M states: minutes, so it is surely running when signalled
+    p = subprocess.Popen([sys.executable, "-m", "kraftcheck", "tlc", "run", "kraft-deep-lossy",
                           "--workers", "1", "--dump", str(dump)], cwd=REPO_ROOT, env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          preexec_fn=_default_sigint)

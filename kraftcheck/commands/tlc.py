@@ -87,7 +87,7 @@ def run_entries(entries: list[ConfigEntry], *, workers: int | None = None,
     return ran
 
 
-# a rough rate of one TLC worker on the ci configs (kraft-ci-lossy: 1,019,327 states in about
+# a rough rate of one TLC worker on the KIP-595 configs (kraft-deep-lossy: 1,019,327 states in about
 # 140 s), to order configs never run here by their pinned count
 STATES_PER_SECOND = 7000
 

@@ -10,7 +10,7 @@ gives each spec action its own event:
 |---|---|
 | `Produce(b, v)` | the producer sends value v to broker b (any broker acting as leader in its own view, also a stale one) and b handles the request at once |
 | `FollowerFetch(f)` | f's fetch timer: the adapter's fetch round (FollowerFetch) |
-| `ProposeIsrExpand(b, f)` | the rest of the fetch round that found f in sync (fetch offset at the HWM and the leader epoch's start: Kafka's isFollowerInSync): the refimpl's leader proposes within that fetch (below); when b's metadata cache had f fenced or with another broker epoch and the controller has f unfenced with the fetch's epoch, the fetch is redone after b's cache caught up with the metadata log (below) |
+| `ProposeIsrExpand(b, f)` | the rest of the fetch round that found f in sync (fetch offset at the HWM and the leader epoch's start: Kafka's isFollowerInSync): the refimpl's leader proposes within that fetch (below); when b's metadata cache had f fenced or with another broker epoch and the controller has f unfenced with the fetch's epoch, the fetch is redone after b's cache caught up with the metadata log (below).  In a graph with `FetchTriggeredIsrExpand = TRUE` the spec step is the fetch round and the proposal together: f's fetch timer and the proposal its leader makes in that round, as one event (`fetch-propose`; `_fetch_with_fresh_cache` catches b's cache up first where that is silent) |
 | `ShrinkIsr(b, f)` | b's ISR-check timer, fired once the lag time has passed (the clock jumps: `LAG_JUMP_MS`) |
 | `ReceiveMetadata(b)` | b catches up with the metadata log (a PartitionMetadata delivered now: abstraction A10) |
 | `HandleAlterPartition(b)` / `HandleAlterPartitionResponse(b)` | deliver b's AlterPartition request to the controller / its answer to b |
@@ -111,9 +111,13 @@ _TIMERS = frozenset({FETCH_TIMER, RECOVERY_TIMER})
 class ElrDriver(RefimplDriver):
     """The ELR adapter driven one spec step at a time (see the module docstring)."""
 
-    def __init__(self, adapter, variables: tuple[str, ...] | None = None):
+    def __init__(self, adapter, variables: tuple[str, ...] | None = None,
+                 fetch_triggered: bool = False):
         super().__init__(adapter, variables)
         self.c = adapter.config
+        # the graph's FetchTriggeredIsrExpand: a spec ProposeIsrExpand step is f's fetch round
+        # with the leader's proposal (`fetch-propose`), not the held rest of an earlier fetch
+        self.fetch_triggered = fetch_triggered
         self.held: tuple = ()          # the parts of a composite event still to take
         # (snapshot before, event) of the FollowerFetch step just taken (None after any other
         # step): a ProposeIsrExpand that needs the leader's metadata cache caught up redoes it
@@ -126,6 +130,8 @@ class ElrDriver(RefimplDriver):
         return frozenset(SPEC_ACTIONS | {IDLE})
 
     def _kinds(self, label: str) -> tuple[str, ...]:
+        if label == "ProposeIsrExpand" and self.fetch_triggered:
+            return ("held", "fetch-propose")
         return ("held",) + _KINDS.get(label, ())
 
     def _extra_state(self) -> Any:
@@ -169,7 +175,8 @@ class ElrDriver(RefimplDriver):
         res = super().apply(step)
         if not res.matched and res.drivable:
             if step.action == "ProposeIsrExpand":
-                got = self._propose_with_fresh_cache(base, step)
+                got = (self._fetch_with_fresh_cache(base, step) if self.fetch_triggered
+                       else self._propose_with_fresh_cache(base, step))
                 if got is not None:
                     return got
             self.restore(base)
@@ -198,23 +205,17 @@ class ElrDriver(RefimplDriver):
         view is the controller's current one, that catch-up changes no spec variable: the
         fetch is redone after it (the same projected state) and the proposal taken.  The
         applied step, or None (the driver back at `base`)."""
-        if self.fetched is None:
+        bf = self._proposer(step) if self.fetched is not None else None
+        if bf is None:
             return None
+        b, f = bf
         cur = self.project()
         w, c = self.world, self.c
-        leaders = [b for b in c.brokers
-                   if step.expected["pendingIsr"][b] and
-                   step.expected["pendingIsr"][b] != cur["pendingIsr"][b]]
-        if len(leaders) != 1:
-            return None
-        b = leaders[0]
         md = w.states[b].metadata
         ctrl = w.states[c.controller]
         prog = w.states[b].progress()
-        added = sorted(set(step.expected["pendingIsr"][b]) - set(md.isr if md else ()))
-        if md is None or len(added) != 1 or added[0] not in prog:
+        if md is None or f not in prog:
             return None
-        f = added[0]
         reg = ctrl.registration(f)
         live = md.live(f)
         if reg is None or reg.fenced or reg.broker_epoch != prog[f].broker_epoch or (
@@ -239,6 +240,81 @@ class ElrDriver(RefimplDriver):
         self.restore(base)
         return None
 
+    def _proposer(self, step) -> tuple[str, str] | None:
+        """(b, f) of a spec ProposeIsrExpand(b, f) step from the current driver state: the one
+        broker whose pending ISR the step sets, and the one member it adds to b's view."""
+        cur = self.project()
+        w = self.world
+        leaders = [b for b in self.c.brokers
+                   if step.expected["pendingIsr"][b] and
+                   step.expected["pendingIsr"][b] != cur["pendingIsr"][b]]
+        if len(leaders) != 1:
+            return None
+        b = leaders[0]
+        md = w.states[b].metadata
+        added = sorted(set(step.expected["pendingIsr"][b]) - set(md.isr if md else ()))
+        return (b, added[0]) if len(added) == 1 else None
+
+    def _fetch_with_fresh_cache(self, base, step) -> Any:
+        """FetchTriggeredIsrExpand: ProposeIsrExpand(b, f) is f's fetch round in which b
+        proposes f.  Where b's fetch handling does not propose because its metadata cache is
+        behind the metadata log (KIP-841: the cache "is eventually consistent"), b catches up
+        first -- when b's partition view is the controller's current one, so the catch-up
+        changes no spec variable -- and the round runs after it.  The applied step, or None
+        (the driver back at `base`)."""
+        bf = self._proposer(step)
+        if bf is None:
+            return None
+        b, f = bf
+        before = self.project()
+        ok = self._do(("metadata", b)) is not None and self._matches(self.project(), before)
+        if ok:
+            res = super().apply(step)
+            if res.matched:
+                res.silent = [self.describe(("metadata", b)) + f" (before {f}'s fetch)"] + \
+                    res.silent
+                return res
+        self.restore(base)
+        return None
+
+    def _why_not_fetch_triggered(self, step) -> str | None:
+        """Why f's fetch round does not give the spec's ProposeIsrExpand(b, f) (the
+        FetchTriggeredIsrExpand graph), when it is one of the refimpl's known choices."""
+        bf = self._proposer(step)
+        if bf is None:
+            return None
+        b, f = bf
+        w = self.world
+        if self.held:
+            # the FollowerFetch step just taken was f's fetch in which b proposed f
+            return (f"{HELD}: the refimpl's leader {b} proposed {f} within {f}'s fetch "
+                    "round, the spec's FollowerFetch step just taken (Kafka's maybeExpandIsr "
+                    "in updateFollowerFetchState); the spec's path lets that fetch end without "
+                    f"a proposal and proposes in a later fetch round of {f}, which changes "
+                    "the state again")
+        if not w.up.get(f) or (f, FETCH_TIMER) not in self.timers:
+            return None
+        base = self.snapshot()
+        r = self._do(("timer", f, FETCH_TIMER))
+        st = w.states[b]
+        md, prog = st.metadata, st.progress().get(f)
+        proposed = bool(self.held) and self.held[0][1].action == "ProposeIsrExpand"
+        self.restore(base)
+        if not isinstance(r, _Outcome) or proposed or md is None or prog is None:
+            return None
+        live = md.live(f)
+        if live is not None and live[1] == prog.broker_epoch:
+            return None
+        reg = w.states[self.c.controller].registration(f)
+        ctrl = ("unregistered" if reg is None else "fenced" if reg.fenced else
+                f"unfenced with broker epoch {reg.broker_epoch}")
+        return (f"{ELIGIBLE}: in {f}'s fetch, {b}'s metadata cache has {f} "
+                f"{'fenced' if live is None else 'with broker epoch ' + str(live[1])} (the fetch "
+                f"named broker epoch {prog.broker_epoch}; the controller has {f} {ctrl}; "
+                f"catching {b}'s cache up is not silent here or does not help): the refimpl's "
+                "leader does not propose it (KIP-841; Kafka's Partition.isReplicaIsrEligible), "
+                "the spec's leader proposes and leaves the check to the controller")
+
     def _why_not(self, step) -> str | None:
         """Why the refimpl takes no such step here, when it is one of its known choices (the
         classes of explain.py's `elr_refimpl_choice`); None otherwise."""
@@ -248,6 +324,8 @@ class ElrDriver(RefimplDriver):
                     f"takes {step.action} in between")
         if step.action != "ProposeIsrExpand":
             return None
+        if self.fetch_triggered:
+            return self._why_not_fetch_triggered(step)
         cur = self.project()
         w = self.world
         for b in self.c.brokers:
@@ -335,6 +413,8 @@ class ElrDriver(RefimplDriver):
                     if (b, ISR_TIMER) in self.timers:
                         out.append(("isr", b))
                 out.append(("metadata", b))
+                if self.fetch_triggered and (b, FETCH_TIMER) in self.timers:
+                    out.append(("fetch-propose", b))
                 if reg is not None and reg.fenced:
                     out.append(("unfence", b))
                 out += [("clean", b), ("crash", b)]
@@ -350,6 +430,17 @@ class ElrDriver(RefimplDriver):
 
     def _do(self, ev: tuple) -> _Outcome | list[tuple] | None:
         kind = ev[0]
+        if kind == "fetch-propose":
+            # f's fetch round and the proposal its leader makes in it: one spec step
+            desc = self.describe(ev)
+            r = self._do(("timer", ev[1], FETCH_TIMER))
+            if not isinstance(r, _Outcome) or not self.held or \
+                    self.held[0][1].action != "ProposeIsrExpand":
+                return None
+            p = self._do(("held",))
+            if not isinstance(p, _Outcome):
+                return None
+            return _Outcome(ev, "ProposeIsrExpand", desc, p.params)
         if kind in ("deliver", "timer"):
             r = super()._do(ev)
         else:
@@ -473,6 +564,7 @@ class ElrDriver(RefimplDriver):
             "produce": "the producer sends {2} to {1}",
             "isr": "{1}'s ISR check once the lag time has passed",
             "metadata": "{1} catches up with the metadata",
+            "fetch-propose": "{1}'s fetch round, in which its leader proposes it for the ISR",
             "fence": "{1}'s session expires",
             "unfence": "{1}'s heartbeat reaches the controller",
             "clean": "{1} shuts down cleanly",

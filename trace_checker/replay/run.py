@@ -95,7 +95,9 @@ def _refimpl_driver(impl: str, entry: ConfigEntry, g: StateGraph, bug: str | Non
     try:
         if protocol == "elr":
             from trace_checker.replay.elr import ElrDriver    # KIP-966's own events
-            return ElrDriver(adapter, g.codec.variables), adapter, protocol
+            fetch = parse_cfg(entry.cfg_path).bool("FetchTriggeredIsrExpand", False)
+            return ElrDriver(adapter, g.codec.variables, fetch_triggered=bool(fetch)), \
+                adapter, protocol
         return RefimplDriver(adapter, g.codec.variables), adapter, protocol
     except DriverError as e:
         raise ReplayError(str(e)) from None
