@@ -66,6 +66,13 @@ UncleanShutdownsOnly == \A b \in Brokers : shutdownFile[b] = -1
 \* brokers.
 NoAlterPartitionInFlight == \A b \in Brokers : alterPartition[b] = NoMessage
 
+\* State constraint of elr-bug-longest-log-ignores-epoch (issue 34): at most one
+\* broker is down after a clean shutdown at a time (its CleanShutdownFile,
+\* KIP-966 §"Detection of an unclean shutdown", is still written).  A bound: it
+\* only removes behaviours (the scenario has one clean shutdown).  Symmetric in
+\* the brokers.
+AtMostOneCleanlyDown == Cardinality({b \in Brokers : shutdownFile[b] /= -1}) <= 1
+
 \* Brokers are interchangeable.  (The BFS configs have one payload value, v1,
 \* so they need no value symmetry; the simulation configs use no symmetry.)
 BrokerSymmetry == Permutations(Brokers)
