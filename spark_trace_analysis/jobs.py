@@ -278,9 +278,12 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         _write(metrics.latency_histogram(cl), tmp / "commit_latency_hist"))
     say("  reassignment metrics")
     # KIP-642 reassignment metrics (spark_trace_analysis/reassign_metrics.py; empty without
-    # reassign traces): time to complete a reassignment, epochs per reassignment
-    tables["reassignment_metrics"] = _rows(_write(
-        reassign_metrics.reassignment_metrics(steps, states), tmp / "reassignment_metrics"))
+    # reassign traces): time to complete a reassignment, epochs per reassignment.  With
+    # adaptive execution (also for a small input): without reassign traces it skips the join
+    # of no steps with every state's text, which a static plan would shuffle anyway.
+    with large_input_shuffles(spark, size):
+        tables["reassignment_metrics"] = _rows(_write(
+            reassign_metrics.reassignment_metrics(steps, states), tmp / "reassignment_metrics"))
     summary["reassignment_metrics"] = tables["reassignment_metrics"]
     tables["bad_rows"] = _rows(spark.read.parquet(str(tmp / "bad_rows")).orderBy("file", "line"),
                                50)

@@ -429,3 +429,32 @@ def test_spec_vocabulary_is_parsed_once_and_kept_under_the_spec_key(tmp_path, mo
         assert {m: v._spec_actions(m) for m in modules} == direct
     finally:
         v._spec_actions_cached.cache_clear()
+
+
+def test_small_inputs_run_without_adaptive_execution_and_large_ones_as_before(spark_local,
+                                                                              monkeypatch):
+    """issue 34: a small input's shuffles use at most 2 partitions and no adaptive execution;
+    a large one keeps adaptive execution and one partition per 64 MiB (at least twice the
+    cores); large_input_shuffles gives a small input the large settings for a block only."""
+    from spark_trace_analysis.session import (SMALL_INPUT_BYTES, large_input_shuffles,
+                                              size_shuffles)
+    monkeypatch.delenv("KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS", raising=False)
+    spark = spark_local()
+    conf = spark.conf
+    cores = spark.sparkContext.defaultParallelism
+    try:
+        assert size_shuffles(spark, 25 * 2**20) == min(2, cores)
+        assert conf.get("spark.sql.adaptive.enabled") == "false"
+        with large_input_shuffles(spark, 25 * 2**20):
+            assert conf.get("spark.sql.adaptive.enabled") == "true"
+            assert conf.get("spark.sql.shuffle.partitions") == str(2 * cores)
+        assert conf.get("spark.sql.adaptive.enabled") == "false"
+        assert conf.get("spark.sql.shuffle.partitions") == str(min(2, cores))
+        big = 10 * SMALL_INPUT_BYTES     # 2.5 GiB: 40 partitions of 64 MiB
+        assert size_shuffles(spark, big) == max(2 * cores, 40)
+        assert conf.get("spark.sql.adaptive.enabled") == "true"
+        with large_input_shuffles(spark, big):   # already large: nothing changes
+            assert conf.get("spark.sql.shuffle.partitions") == str(max(2 * cores, 40))
+    finally:
+        conf.set("spark.sql.adaptive.enabled", "true")
+        conf.set("spark.sql.shuffle.partitions", "2")
