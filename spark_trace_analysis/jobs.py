@@ -92,15 +92,15 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _protocol_metrics(spark, steps: DataFrame, traces: DataFrame, tmp: Path, summary: dict,
-                      say: Progress) -> tuple[dict[str, DataFrame], DataFrame, DataFrame]:
+def _protocol_metrics(spark, steps: DataFrame, traces: DataFrame, states: DataFrame, tmp: Path,
+                      summary: dict, say: Progress
+                      ) -> tuple[dict[str, DataFrame], DataFrame, DataFrame]:
     """The per-step tables (metrics.PER_STEP_TABLES), metrics_by_profile and metrics_by_bug,
     written under `tmp`: (the per-step tables by name, metrics_by_profile, metrics_by_bug)."""
     # One sort of the observed steps by trace and step (narrow rows: keys, times and the
     # state's scalar observations), written once; the comparisons of consecutive states run
     # once per distinct pair of states; every per-step table (metrics.PER_STEP_TABLES) is then a
     # scan of the window joined with the (few) pairs whose comparisons are not zero.
-    states = spark.read.parquet(str(tmp / "states"))
     staging = tmp / "_staging"
     few_states = summary["distinct_states"] <= ingest.BROADCAST_STATES
     # the states' maps go to every task (twice: as the previous and the current state) only
@@ -262,10 +262,10 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     # order rows meet in partitions, which every shuffle of this phase shapes: the phase runs
     # with the shuffles it always had, also for a small input (session.large_input_shuffles),
     # so those averages stay the same to the last bit.
-    with large_input_shuffles(spark, size):
-        per, mp, mb = _protocol_metrics(spark, steps, traces, tmp, summary, say)
-    el, cl = per["election_latency"], per["commit_latency"]
     states = spark.read.parquet(str(tmp / "states"))
+    with large_input_shuffles(spark, size):
+        per, mp, mb = _protocol_metrics(spark, steps, traces, states, tmp, summary, say)
+    el, cl = per["election_latency"], per["commit_latency"]
 
     tables["conformance"] = _rows(conf)
     tables["first_failure"] = _rows(ff)

@@ -223,8 +223,7 @@ class ElrDriver(RefimplDriver):
             return None            # not the cache's doing: the controller would refuse too
         snap, ev = self.fetched
         self.restore(snap)
-        before = self.project()
-        ok = self._do(("metadata", b)) is not None and self._matches(self.project(), before)
+        ok = self._silent_catch_up(b)
         if ok:
             r = self._do(ev)
             ok = isinstance(r, _Outcome) and r.label == "FollowerFetch" and \
@@ -239,6 +238,16 @@ class ElrDriver(RefimplDriver):
                 return res
         self.restore(base)
         return None
+
+    def _silent_catch_up(self, b: str) -> bool:
+        """b catches up with the metadata log; True when that changed no spec variable (b's
+        partition view was already the controller's current one)."""
+        before = self.project()
+        return self._do(("metadata", b)) is not None and self._matches(self.project(), before)
+
+    def _holds_proposal(self) -> bool:
+        """The event just taken left the leader's ISR proposal as its held next part."""
+        return bool(self.held) and self.held[0][1].action == "ProposeIsrExpand"
 
     def _proposer(self, step) -> tuple[str, str] | None:
         """(b, f) of a spec ProposeIsrExpand(b, f) step from the current driver state: the one
@@ -266,9 +275,7 @@ class ElrDriver(RefimplDriver):
         if bf is None:
             return None
         b, f = bf
-        before = self.project()
-        ok = self._do(("metadata", b)) is not None and self._matches(self.project(), before)
-        if ok:
+        if self._silent_catch_up(b):
             res = super().apply(step)
             if res.matched:
                 res.silent = [self.describe(("metadata", b)) + f" (before {f}'s fetch)"] + \
@@ -298,7 +305,7 @@ class ElrDriver(RefimplDriver):
         r = self._do(("timer", f, FETCH_TIMER))
         st = w.states[b]
         md, prog = st.metadata, st.progress().get(f)
-        proposed = bool(self.held) and self.held[0][1].action == "ProposeIsrExpand"
+        proposed = self._holds_proposal()
         self.restore(base)
         if not isinstance(r, _Outcome) or proposed or md is None or prog is None:
             return None
@@ -434,8 +441,7 @@ class ElrDriver(RefimplDriver):
             # f's fetch round and the proposal its leader makes in it: one spec step
             desc = self.describe(ev)
             r = self._do(("timer", ev[1], FETCH_TIMER))
-            if not isinstance(r, _Outcome) or not self.held or \
-                    self.held[0][1].action != "ProposeIsrExpand":
+            if not isinstance(r, _Outcome) or not self._holds_proposal():
                 return None
             p = self._do(("held",))
             if not isinstance(p, _Outcome):

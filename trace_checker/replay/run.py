@@ -89,14 +89,15 @@ def _refimpl_driver(impl: str, entry: ConfigEntry, g: StateGraph, bug: str | Non
             raise ReplayError(f"bug {bug!r} belongs to protocol {b.protocol!r}, the graph "
                               f"{entry.name} to {protocol!r}")
     try:
-        adapter = load_adapter_class(protocol).from_options(parse_cfg(entry.cfg_path), bug)
+        cfg = parse_cfg(entry.cfg_path)
+        adapter = load_adapter_class(protocol).from_options(cfg, bug)
     except ValueError as e:
         raise ReplayError(f"{entry.cfg}: {e}") from None
     try:
         if protocol == "elr":
             from trace_checker.replay.elr import ElrDriver    # KIP-966's own events
-            fetch = parse_cfg(entry.cfg_path).bool("FetchTriggeredIsrExpand", False)
-            return ElrDriver(adapter, g.codec.variables, fetch_triggered=bool(fetch)), \
+            fetch = cfg.bool("FetchTriggeredIsrExpand", False)
+            return ElrDriver(adapter, g.codec.variables, fetch_triggered=fetch), \
                 adapter, protocol
         return RefimplDriver(adapter, g.codec.variables), adapter, protocol
     except DriverError as e:
