@@ -35,6 +35,7 @@ over one protocol or one bounds config reads only its folder.
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from collections.abc import Iterable
@@ -43,12 +44,14 @@ from pathlib import Path
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from spark_trace_analysis.schema import CORRUPT, LINE, REQUIRED, STATE_INFO, TRACE_SCHEMA
 from spark_trace_analysis.vocabulary import SPEC_MODULES, known_actions
 
 __all__ = ["InputError", "expand_inputs", "read_lines", "parse_lines", "ingest_traces",
-           "ingest_verdicts", "bounds_partition", "PARTITION_COLUMNS", "input_bytes"]
+           "ingest_verdicts", "bounds_partition", "PARTITION_COLUMNS", "input_bytes",
+           "read_back", "write_read_back", "count_rows"]
 
 # The partition columns of the per-trace and per-step tables (steps, traces, metrics,
 # election_latency, commit_latency): a job over one protocol or one bounds config reads only
@@ -66,6 +69,36 @@ def bounds_partition(bounds: F.Column) -> F.Column:
     named = (F.when(t.startswith("{"), F.get_json_object(bounds, "$.file"))
              .when((t == "") | (t == "null"), F.lit(None)).otherwise(t))
     return F.coalesce(F.when(named != "", named), F.lit(UNSTATED_BOUNDS))
+
+
+def read_back(spark: SparkSession, path: Path, schema: StructType,
+              partition_by: Iterable[str] = ()) -> DataFrame:
+    """The Parquet table at `path`, just written from a DataFrame of `schema` (partitioned by
+    `partition_by`), read with that schema: Spark infers a Parquet table's schema with a Spark
+    job of its own (the files' footers), a fixed cost this saves (issue 34).  Partition columns
+    come last, where partition discovery puts them, with their written types."""
+    parts = list(partition_by)
+    if parts:
+        schema = StructType([f for f in schema.fields if f.name not in parts]
+                            + [schema[c] for c in parts])
+    return spark.read.schema(schema).parquet(str(path))
+
+
+def count_rows(tables: dict[str, DataFrame]) -> dict[str, int]:
+    """The row count of each DataFrame, by name, from ONE aggregate over their union (one
+    query instead of one per table: issue 34's fixed cost)."""
+    union = functools.reduce(DataFrame.unionAll, [df.select(F.lit(k).alias("k"))
+                                                   for k, df in tables.items()])
+    n = {k: 0 for k in tables}
+    n.update({r.k: r["n"] for r in union.groupBy("k").agg(F.count(F.lit(1)).alias("n"))
+              .collect()})
+    return n
+
+
+def write_read_back(df: DataFrame, path: Path) -> DataFrame:
+    """Write `df` as Parquet at `path` (replacing it) and return it read back (read_back)."""
+    df.write.mode("overwrite").parquet(str(path))
+    return read_back(df.sparkSession, path, df.schema)
 
 
 def input_bytes(files: list[str]) -> int | None:
@@ -243,6 +276,10 @@ def state_key(state: F.Column) -> list[F.Column]:
             .alias(STATE_KEY[1])]
 
 
+# state_table's staging table: each distinct state's key and the scan position of its first step
+STATE_ROWS = f"{STATE_KEY[0]} long, {STATE_KEY[1]} long, row long"
+
+
 # Up to this many distinct states, the scan positions of their first steps go to every task
 # (8 bytes each) to pick the distinct states' lines out of the second scan.
 BROADCAST_STATE_ROWS = 4_000_000
@@ -264,7 +301,7 @@ def state_table(spark: SparkSession, files: list[str], lines: DataFrame,
     steps = lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
     (steps.groupBy(*STATE_KEY).agg(F.min("row").alias("row"))
      .write.mode("overwrite").parquet(str(staging / "state_rows")))
-    rows = spark.read.parquet(str(staging / "state_rows")).select("row")
+    rows = spark.read.schema(STATE_ROWS).parquet(str(staging / "state_rows")).select("row")
     n_first = rows.count()
     if n_first <= BROADCAST_STATE_ROWS:
         rows = F.broadcast(rows)
@@ -306,38 +343,38 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     if spark.conf.get("spark.sql.files.minPartitionNum", None) is None:
         spark.conf.set("spark.sql.files.minPartitionNum",
                        str(spark.sparkContext.defaultParallelism))
-    parse_lines(read_lines(spark, files), common, keep_state=False).write.mode(
-        "overwrite").parquet(str(staging / "lines"))
-    lines = spark.read.parquet(str(staging / "lines"))
+    lines = write_read_back(parse_lines(read_lines(spark, files), common, keep_state=False),
+                            staging / "lines")
     say("fingerprinting and observing each distinct state once")
     table, n_first = state_table(spark, files, lines, staging)
-    table.write.mode("overwrite").parquet(str(out / "states"))
-    states = spark.read.parquet(str(out / "states"))
-    n_states = states.count()
-    first = spark.read.parquet(str(staging / "state_rows"))
+    states = write_read_back(table, out / "states")
+    # the states and those whose text could not be decoded, counted in one aggregate
+    n = states.agg(F.count(F.lit(1)).alias("n"),
+                   F.count(F.col("error")).alias("bad")).first()
+    n_states = n["n"]
+    first = spark.read.schema(STATE_ROWS).parquet(str(staging / "state_rows"))
     if (n_states != n_first
             or first.join(states, list(STATE_KEY), "left_anti").limit(1).count()):
         raise InputError("the input changed while it was read: a second scan of the files "
                          "did not find every state of the first where it was")
     bad_states = states.filter(F.col("error").isNotNull()).select(
         *STATE_KEY, F.col("error").alias("state_error"))
-    has_bad_states = bad_states.limit(1).count() > 0
+    has_bad_states = n["bad"] > 0
     good = lines.filter(F.col("reason").isNull())
 
     # one row per trace: aggregated once, read by every table below
-    (good.filter(F.col("kind") == "header")
-     .groupBy("trace_id")
-     .agg(F.count(F.lit(1)).alias("n_headers"),
-          F.countDistinct("file").alias("n_header_files"),
-          *[F.first(c, ignorenulls=True).alias(c) for c in (
-              "file", "protocol", "seed", "fault_profile", "bug", "bounds",
-              "spec_module", "variables", "impl")])
-     .withColumn("bounds_config", bounds_partition(F.col("bounds")))
-     # the implementation (refimpl.trace.format.impl_of): the header's impl.name, the refimpl
-     # without one
-     .withColumn("impl", F.coalesce(F.col("impl.name"), F.lit(REFIMPL)))
-     .write.mode("overwrite").parquet(str(staging / "headers")))
-    headers = spark.read.parquet(str(staging / "headers"))
+    headers = (good.filter(F.col("kind") == "header")
+               .groupBy("trace_id")
+               .agg(F.count(F.lit(1)).alias("n_headers"),
+                    F.countDistinct("file").alias("n_header_files"),
+                    *[F.first(c, ignorenulls=True).alias(c) for c in (
+                        "file", "protocol", "seed", "fault_profile", "bug", "bounds",
+                        "spec_module", "variables", "impl")])
+               .withColumn("bounds_config", bounds_partition(F.col("bounds")))
+               # the implementation (refimpl.trace.format.impl_of): the header's impl.name,
+               # the refimpl without one
+               .withColumn("impl", F.coalesce(F.col("impl.name"), F.lit(REFIMPL))))
+    headers = write_read_back(headers, staging / "headers")
     protocols = [r.protocol for r in headers.select("protocol").distinct().collect()
                  if r.protocol is not None]
     vocab = _vocabulary(spark, protocols, extra)
@@ -383,9 +420,7 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
                      F.substring(F.make_valid_utf8("value"), 1, 300).alias("text"), "in_steps")
     if bad_names:
         bad = bad.unionByName(_name_rows(spark, bad_names, True))
-    (bad
-     .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows")))
-    bad_rows = spark.read.parquet(str(out / "bad_rows"))
+    bad_rows = write_read_back(bad.coalesce(1), out / "bad_rows")
 
     fps = states.filter(F.col("error").isNull()).select(*STATE_KEY, "fp")
     if n_states <= BROADCAST_STATES:
@@ -401,22 +436,24 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     say("steps table")
     (ok_steps.write.mode("overwrite").partitionBy(*PARTITION_COLUMNS)
      .parquet(str(out / "steps")))
-    steps_t = spark.read.parquet(str(out / "steps"))
+    steps_t = read_back(spark, out / "steps", ok_steps.schema, PARTITION_COLUMNS)
 
     say("traces table")
-    _write_traces(lines, headers, steps_t, bad_rows, out)
+    traces_t = read_back(spark, out / "traces",
+                         _write_traces(lines, headers, steps_t, bad_rows, out),
+                         PARTITION_COLUMNS)
     say("counting")
-    return {
-        "lines": lines.count(),
-        "steps": steps_t.count(),
-        "bad_rows": bad_rows.count(),
-        "traces": spark.read.parquet(str(out / "traces")).count(),
-        "distinct_states": n_states,
-    }
+    counts = count_rows({"lines": lines, "steps": steps_t, "bad_rows": bad_rows,
+                         "traces": traces_t})
+    # the schemas the tables were written with: the caller reads them back without a job
+    return {**counts, "distinct_states": n_states,
+            "schemas": {"traces": traces_t.schema, "steps": steps_t.schema,
+                        "states": states.schema, "bad_rows": bad_rows.schema}}
 
 
 def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_rows: DataFrame,
-                  out: Path) -> None:
+                  out: Path) -> StructType:
+    """Write out/traces (partitioned by PARTITION_COLUMNS); returns the schema written."""
     footers = (lines.filter((F.col("kind") == "footer") & F.col("reason").isNull())
                .groupBy("trace_id")
                .agg(F.count(F.lit(1)).alias("n_footers"),
@@ -459,16 +496,18 @@ def _write_traces(lines: DataFrame, headers: DataFrame, steps: DataFrame, bad_ro
         # unknown actions alone do not make a trace incomplete (they stay in `steps`)
         F.when(F.col("bad_rows") > F.col("unknown_actions"), F.lit("has bad rows")),
     ))
-    (t.select("trace_id", "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
-              F.coalesce("bounds_config", F.lit(UNSTATED_BOUNDS)).alias("bounds_config"),
-              "seed", F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
-              F.coalesce("impl", F.lit("unknown")).alias("impl"),
-              "bug", "bounds", "spec_module", "n_steps", "duration_ms", "footer_steps",
-              "end_reason", F.coalesce("violated", F.array().cast("array<string>")).alias("violated"),
-              "bad_rows", "unknown_actions", problems.alias("problems"))
-     .withColumn("complete", F.size("problems") == 0)
-     .repartition(*PARTITION_COLUMNS)
+    t = (t.select("trace_id", "file", F.coalesce("protocol", F.lit("unknown")).alias("protocol"),
+                  F.coalesce("bounds_config", F.lit(UNSTATED_BOUNDS)).alias("bounds_config"),
+                  "seed", F.coalesce("fault_profile", F.lit("unknown")).alias("fault_profile"),
+                  F.coalesce("impl", F.lit("unknown")).alias("impl"),
+                  "bug", "bounds", "spec_module", "n_steps", "duration_ms", "footer_steps",
+                  "end_reason",
+                  F.coalesce("violated", F.array().cast("array<string>")).alias("violated"),
+                  "bad_rows", "unknown_actions", problems.alias("problems"))
+         .withColumn("complete", F.size("problems") == 0))
+    (t.repartition(*PARTITION_COLUMNS)
      .write.mode("overwrite").partitionBy(*PARTITION_COLUMNS).parquet(str(out / "traces")))
+    return t.schema
 
 
 def checker_summary_to_lines(path: Path, dest: Path) -> Path:
@@ -531,19 +570,19 @@ def ingest_verdicts(spark: SparkSession, paths: list[str], out: Path) -> dict:
                      F.substring(F.make_valid_utf8("value"), 1, 300).alias("text"))
     if bad_names:
         bad = bad.unionByName(_name_rows(spark, bad_names, False))
-    (bad
-     .coalesce(1).write.mode("overwrite").parquet(str(out / "bad_rows_verdicts")))
-    (df.filter(F.col("bad").isNull())
-     .select("trace_id", F.col("vfile").alias("file"), "verdict",
-             F.col("step").alias("failing_step"),
-             F.coalesce("claimed_action", "action").alias("claimed_action"),
-             F.coalesce("reason", "detail").alias("detail"))
-     .coalesce(2).write.mode("overwrite").parquet(str(out / "verdicts")))
-    n = spark.read.parquet(str(out / "verdicts")).count()
-    nb = spark.read.parquet(str(out / "bad_rows_verdicts")).count()
+    bad = write_read_back(bad.coalesce(1), out / "bad_rows_verdicts")
+    good = write_read_back(
+        df.filter(F.col("bad").isNull())
+        .select("trace_id", F.col("vfile").alias("file"), "verdict",
+                F.col("step").alias("failing_step"),
+                F.coalesce("claimed_action", "action").alias("claimed_action"),
+                F.coalesce("reason", "detail").alias("detail"))
+        .coalesce(2), out / "verdicts")
+    n = count_rows({"verdicts": good, "bad_rows": bad})
     df.unpersist()
     remove(scratch)
-    return {"verdicts": n, "bad_rows": nb}
+    # the schemas the tables were written with: the caller reads them back without a job
+    return {**n, "schemas": {"verdicts": good.schema, "bad_rows_verdicts": bad.schema}}
 
 
 def remove(path: Path) -> None:

@@ -39,16 +39,15 @@ def _rows(df: DataFrame, limit: int | None = None) -> list[dict]:
 
 
 def _write(df: DataFrame, path: Path, parts: int = 1) -> DataFrame:
-    df.coalesce(parts).write.mode("overwrite").parquet(str(path))
     # read back with the schema it was written with: no job to read it from the files' footers
-    return df.sparkSession.read.schema(df.schema).parquet(str(path))
+    return ingest.write_read_back(df.coalesce(parts), path)
 
 
 def _write_partitioned(df: DataFrame, path: Path) -> DataFrame:
     """A per-trace or per-event table, partitioned by protocol and bounds config."""
     cols = ingest.PARTITION_COLUMNS
     (df.repartition(*cols).write.mode("overwrite").partitionBy(*cols).parquet(str(path)))
-    return df.sparkSession.read.parquet(str(path))
+    return ingest.read_back(df.sparkSession, path, df.schema, cols)
 
 
 def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
@@ -107,13 +106,11 @@ def _protocol_metrics(spark, steps: DataFrame, traces: DataFrame, states: DataFr
     # while they take at most a quarter of the driver's heap
     maps_fit = summary["distinct_states"] * metrics.OBS_BYTES_PER_STATE <= driver_heap_bytes(spark) // 4
     say("  the per-step window (one sort of the observed steps by trace and step)")
-    (metrics.step_window(steps, metrics.state_scalars(states), few_states)
-     .write.mode("overwrite").parquet(str(staging / "window")))
-    win = spark.read.parquet(str(staging / "window"))
+    win = ingest.write_read_back(metrics.step_window(steps, metrics.state_scalars(states),
+                                                     few_states), staging / "window")
     say("  comparing consecutive states (once per distinct pair)")
-    (metrics.pair_values(win, states, maps_fit)
-     .write.mode("overwrite").parquet(str(staging / "pairs")))
-    pairs = spark.read.parquet(str(staging / "pairs"))
+    pairs = ingest.write_read_back(metrics.pair_values(win, states, maps_fit),
+                                   staging / "pairs")
     ps = metrics.per_step(win, pairs, metrics.trace_keys(traces),
                           pairs.count() <= metrics.BROADCAST_PAIRS,
                           summary["traces"] <= metrics.BROADCAST_TRACES)
@@ -148,8 +145,10 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     say(f"ingesting {len(files)} files")
     counts = ingest.ingest_traces(spark, files, tmp, tmp / "_staging", extra_actions=extra,
                                   say=lambda m: say(f"  {m}"))
-    traces = spark.read.parquet(str(tmp / "traces"))
-    steps = spark.read.parquet(str(tmp / "steps"))
+    # read back with the schemas they were written with (no job to read the files' footers)
+    schemas = counts["schemas"]
+    traces = ingest.read_back(spark, tmp / "traces", schemas["traces"])
+    steps = ingest.read_back(spark, tmp / "steps", schemas["steps"])
     summary: dict = {"files": len(files), "master": spark.sparkContext.master,
                      "traces": counts["traces"], "steps": counts["steps"],
                      "lines": counts["lines"], "bad_rows": counts["bad_rows"],
@@ -166,7 +165,8 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         say("reading the checker's verdicts")
         vc = ingest.ingest_verdicts(spark, vfiles, tmp)
         summary["verdict_bad_rows"] = vc["bad_rows"]
-        raw = spark.read.parquet(str(tmp / "verdicts"))
+        schemas.update(vc["schemas"])
+        raw = ingest.read_back(spark, tmp / "verdicts", schemas["verdicts"])
         cols = ("trace_id", "file", "verdict", "failing_step", "claimed_action", "detail")
         # verdicts of malformed files carry no trace_id: match them to the traces of their file
         by_file = traces.select(F.col("trace_id").alias("tid"), F.col("file").alias("tfile"))
@@ -262,7 +262,7 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     # order rows meet in partitions, which every shuffle of this phase shapes: the phase runs
     # with the shuffles it always had, also for a small input (session.large_input_shuffles),
     # so those averages stay the same to the last bit.
-    states = spark.read.parquet(str(tmp / "states"))
+    states = ingest.read_back(spark, tmp / "states", schemas["states"])
     with large_input_shuffles(spark, size):
         per, mp, mb = _protocol_metrics(spark, steps, traces, states, tmp, summary, say)
     el, cl = per["election_latency"], per["commit_latency"]
@@ -285,11 +285,12 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         tables["reassignment_metrics"] = _rows(_write(
             reassign_metrics.reassignment_metrics(steps, states), tmp / "reassignment_metrics"))
     summary["reassignment_metrics"] = tables["reassignment_metrics"]
-    tables["bad_rows"] = _rows(spark.read.parquet(str(tmp / "bad_rows")).orderBy("file", "line"),
-                               50)
+    tables["bad_rows"] = _rows(ingest.read_back(spark, tmp / "bad_rows", schemas["bad_rows"])
+                               .orderBy("file", "line"), 50)
     if vfiles:
         tables["bad_rows_verdicts"] = _rows(
-            spark.read.parquet(str(tmp / "bad_rows_verdicts")).orderBy("file", "line"), 50)
+            ingest.read_back(spark, tmp / "bad_rows_verdicts", schemas["bad_rows_verdicts"])
+            .orderBy("file", "line"), 50)
     summary["conformance"] = tables["conformance"]
     summary["metrics_by_profile"] = tables["metrics_by_profile"]
     summary["metrics_by_bug"] = tables["metrics_by_bug"]

@@ -35,7 +35,8 @@ from kraftcore.paths import work_dir
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
            "driver_network", "driver_log", "ship_code", "is_small_input",
-           "size_shuffles", "large_input_shuffles"]
+           "size_shuffles", "large_input_shuffles", "SMALL_INPUT_CODEGEN",
+           "LARGE_INPUT_CODEGEN"]
 
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
@@ -231,6 +232,18 @@ BYTES_PER_SHUFFLE_PARTITION = 64 * 2**20
 SMALL_SHUFFLE_PARTITIONS = 2
 
 
+# Up to SMALL_INPUT_BYTES of input, queries run interpreted: no whole-stage code generation and
+# no generated code for single expressions either.  On the demo corpus the stats job compiled
+# 673 generated classes with Janino (7.5 MB of Java source) for queries over a few thousand
+# rows; interpreted, 58 remained and the job took about 7 CPU s less (of about 84), with every
+# table the same (docs/spark-stats.md, "Fixed cost").  A large input keeps Spark's defaults:
+# generated code is what a 10M-event job spends its time in.
+SMALL_INPUT_CODEGEN = {"spark.sql.codegen.wholeStage": "false",
+                       "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+LARGE_INPUT_CODEGEN = {"spark.sql.codegen.wholeStage": "true",
+                       "spark.sql.codegen.factoryMode": "FALLBACK"}
+
+
 def _large_input_partitions(spark, input_bytes: int) -> int:
     """One shuffle partition per 64 MiB of input, at least twice the cores."""
     cores = spark.sparkContext.defaultParallelism
@@ -242,8 +255,13 @@ def size_shuffles(spark, input_bytes: int | None) -> int:
     twice the cores, with adaptive execution; a small input (is_small_input) gets
     SMALL_SHUFFLE_PARTITIONS (at most the cores) and no adaptive execution.  Unless the user
     chose (KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS, or spark-submit's --conf): then both stay as
-    they are.  Returns the count in force."""
+    they are.  A small input also runs without generated code (SMALL_INPUT_CODEGEN), a large
+    one with Spark's defaults (LARGE_INPUT_CODEGEN).  Returns the count in force."""
     conf = spark.conf
+    if input_bytes is not None:
+        for k, v in (SMALL_INPUT_CODEGEN if is_small_input(input_bytes)
+                     else LARGE_INPUT_CODEGEN).items():
+            conf.set(k, v)
     chosen = ("KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS" in os.environ
               or conf.get("spark.kraftcheck.shufflePartitionsGiven", "false") == "true")
     if input_bytes is None or chosen:

@@ -435,8 +435,10 @@ def test_small_inputs_run_without_adaptive_execution_and_large_ones_as_before(sp
                                                                               monkeypatch):
     """issue 34: a small input's shuffles use at most 2 partitions and no adaptive execution;
     a large one keeps adaptive execution and one partition per 64 MiB (at least twice the
-    cores); large_input_shuffles gives a small input the large settings for a block only."""
-    from spark_trace_analysis.session import (SMALL_INPUT_BYTES, large_input_shuffles,
+    cores); large_input_shuffles gives a small input the large settings for a block only.
+    A small input runs without generated code, a large one with Spark's defaults."""
+    from spark_trace_analysis.session import (LARGE_INPUT_CODEGEN, SMALL_INPUT_BYTES,
+                                              SMALL_INPUT_CODEGEN, large_input_shuffles,
                                               size_shuffles)
     monkeypatch.delenv("KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS", raising=False)
     spark = spark_local()
@@ -445,6 +447,10 @@ def test_small_inputs_run_without_adaptive_execution_and_large_ones_as_before(sp
     try:
         assert size_shuffles(spark, 25 * 2**20) == min(2, cores)
         assert conf.get("spark.sql.adaptive.enabled") == "false"
+        assert {k: conf.get(k) for k in SMALL_INPUT_CODEGEN} == {
+            "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+        # interpreted, a query still runs (and gives what generated code gives)
+        assert spark.range(5).selectExpr("sum(id * 2) AS s").first().s == 20
         with large_input_shuffles(spark, 25 * 2**20):
             assert conf.get("spark.sql.adaptive.enabled") == "true"
             assert conf.get("spark.sql.shuffle.partitions") == str(2 * cores)
@@ -453,8 +459,12 @@ def test_small_inputs_run_without_adaptive_execution_and_large_ones_as_before(sp
         big = 10 * SMALL_INPUT_BYTES     # 2.5 GiB: 40 partitions of 64 MiB
         assert size_shuffles(spark, big) == max(2 * cores, 40)
         assert conf.get("spark.sql.adaptive.enabled") == "true"
+        assert {k: conf.get(k) for k in LARGE_INPUT_CODEGEN} == {
+            "spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
         with large_input_shuffles(spark, big):   # already large: nothing changes
             assert conf.get("spark.sql.shuffle.partitions") == str(max(2 * cores, 40))
     finally:
         conf.set("spark.sql.adaptive.enabled", "true")
         conf.set("spark.sql.shuffle.partitions", "2")
+        for k, v in LARGE_INPUT_CODEGEN.items():
+            conf.set(k, v)
