@@ -53,6 +53,11 @@
 (*     unfenced (Kafka unfences a broker only once it has caught up).      *)
 (*  A10 Metadata is delivered "jump to latest": a broker applies the       *)
 (*     controller's current partition state, never an intermediate one.    *)
+(*     With LeaderCacheIsrEligibility the view also holds the broker       *)
+(*     registrations of b's metadata cache (each broker's epoch, 0 when    *)
+(*     fenced) as of the same catch-up; an AlterPartition response is such *)
+(*     a catch-up, up to the controller's commit (Kafka's response carries *)
+(*     the partition only; docs/spec-elr.md "LeaderCacheIsrEligibility").  *)
 (*  A11 The topic's min.insync.replicas travels with the partition state   *)
 (*     in the same metadata (a broker's view carries it).                  *)
 (*  A12 A newly elected leader starts with the HWM it can vouch for: the   *)
@@ -88,6 +93,11 @@ CONSTANTS
     FetchTriggeredIsrExpand, \* TRUE: the leader proposes an ISR expansion only while it handles
                              \* the follower's fetch (KIP-841; Kafka's Partition.maybeExpandIsr
                              \* in updateFollowerFetchState); FALSE: at any time its guard holds
+    LeaderCacheIsrEligibility, \* TRUE: a broker's view carries its metadata cache's broker
+                             \* registrations, and the leader proposes only a follower its cache
+                             \* has unfenced with the broker epoch of its fetch (KIP-841, KIP-903;
+                             \* Kafka's Partition.isReplicaIsrEligible); FALSE: the controller
+                             \* alone checks eligibility (INELIGIBLE_REPLICA)
 
     \* --- environment bounds: each one guards the actions named, so that a
     \*     simulator can respect exactly the same limits.
@@ -131,6 +141,7 @@ ASSUME
     /\ FenceRunningBrokers \in BOOLEAN
     /\ SyncMetadata \in BOOLEAN
     /\ FetchTriggeredIsrExpand \in BOOLEAN
+    /\ LeaderCacheIsrEligibility \in BOOLEAN
     /\ MaxLogLen \in Nat /\ MaxLeaderEpoch \in Nat \ {0}
     /\ MaxPartitionEpoch \in Nat
     /\ MaxBrokerEpoch \in Nat \ {0} /\ MaxRestarts \in Nat
@@ -181,7 +192,10 @@ ASSUME
 (*                   elr, minIsr]: the controller's partition record (and  *)
 (*                   the topic's min ISR) as b last                        *)
 (*                   learned it (metadata propagation or its own           *)
-(*                   AlterPartition response); EmptyView while b is down   *)
+(*                   AlterPartition response); EmptyView while b is down.  *)
+(*                   With LeaderCacheIsrEligibility also `registrations`:  *)
+(*                   the broker registrations of b's metadata cache        *)
+(*                   (Registrations below) as of the same catch-up        *)
 (*   hwm[b]          the HWM b serves as leader (offsets 1..hwm[b] are     *)
 (*                   visible to its consumers); 0 unless b acts as leader  *)
 (*   pendingIsr[b]   the ISR proposed by b's outstanding AlterPartition,   *)
@@ -238,9 +252,14 @@ partitionVars == <<leader, leaderEpoch, partitionEpoch, isr, elr, lastKnownElr, 
 Record == [epoch : 1..MaxLeaderEpoch, value : Values]
 Reply  == [brokerEpoch : 1..MaxBrokerEpoch, leaderEpoch : 1..MaxLeaderEpoch,
            lastEpoch : 0..MaxLeaderEpoch, leo : 0..MaxLogLen]
-View   == [leader : Brokers \cup {NoBroker}, leaderEpoch : 1..MaxLeaderEpoch,
-           partitionEpoch : 0..MaxPartitionEpoch, isr : SUBSET Brokers, elr : SUBSET Brokers,
-           minIsr : MinIsrValues]
+View   == IF LeaderCacheIsrEligibility
+          THEN [leader : Brokers \cup {NoBroker}, leaderEpoch : 1..MaxLeaderEpoch,
+                partitionEpoch : 0..MaxPartitionEpoch, isr : SUBSET Brokers,
+                elr : SUBSET Brokers, minIsr : MinIsrValues,
+                registrations : [Brokers -> 0..MaxBrokerEpoch]]
+          ELSE [leader : Brokers \cup {NoBroker}, leaderEpoch : 1..MaxLeaderEpoch,
+                partitionEpoch : 0..MaxPartitionEpoch, isr : SUBSET Brokers,
+                elr : SUBSET Brokers, minIsr : MinIsrValues]
 FollowerInfo == [leo : 0..MaxLogLen, brokerEpoch : 0..MaxBrokerEpoch]
 
 \* KIP-966 §"Public interfaces" / Kafka's AlterPartition error codes.
@@ -265,13 +284,32 @@ LeaderLive == leader /= NoBroker /\ alive[leader]
 \* ViewAfter changes it): a ConfigRecord in the same
 \* metadata log, so a broker never sees a config change before the partition
 \* changes that preceded it.
-CurrentView == [leader |-> leader, leaderEpoch |-> leaderEpoch,
-                partitionEpoch |-> partitionEpoch, isr |-> isr, elr |-> elr, minIsr |-> minIsr]
-ViewAfter   == [leader |-> leader', leaderEpoch |-> leaderEpoch',
-                partitionEpoch |-> partitionEpoch', isr |-> isr', elr |-> elr', minIsr |-> minIsr]
+\* LeaderCacheIsrEligibility: the view also carries the broker registrations of
+\* the metadata log (RegisterBrokerRecord, BrokerRegistrationChangeRecord): each
+\* broker's epoch, 0 for a fenced one -- what KIP-841's leader reads from its
+\* metadata cache ("The leader will consider only active (not fenced nor in
+\* controlled shutdown) replicas to be eligible to join the ISR. It will rely on
+\* the metadata cache to get this information via the metadata log"; a
+\* controlled shutdown fences at once here, CleanShutdown) and KIP-903's leader
+\* compares with the broker epoch of the follower's fetch.  Without the switch
+\* the view has no such field (the records are exactly the ones before it).
+View6(l, le, pe, i, e, m) ==
+    [leader |-> l, leaderEpoch |-> le, partitionEpoch |-> pe, isr |-> i, elr |-> e, minIsr |-> m]
+WithRegistrations(v, r) ==
+    IF LeaderCacheIsrEligibility
+    THEN [leader |-> v.leader, leaderEpoch |-> v.leaderEpoch, partitionEpoch |-> v.partitionEpoch,
+          isr |-> v.isr, elr |-> v.elr, minIsr |-> v.minIsr, registrations |-> r]
+    ELSE v
+Registrations   == [m \in Brokers |-> IF fenced[m] THEN 0 ELSE brokerEpoch[m]]
+NoRegistrations == [m \in Brokers |-> 0]
+CurrentView == WithRegistrations(View6(leader, leaderEpoch, partitionEpoch, isr, elr, minIsr),
+                                 Registrations)
+\* the partition after the step, with the registrations r after it
+ViewAfterWith(r) ==
+    WithRegistrations(View6(leader', leaderEpoch', partitionEpoch', isr', elr', minIsr), r)
+ViewAfter   == ViewAfterWith(Registrations)   \* a step that changes no registration
 \* A down broker has no metadata cache; an error response carries no partition.
-EmptyView   == [leader |-> NoBroker, leaderEpoch |-> 1, partitionEpoch |-> 0,
-                isr |-> {}, elr |-> {}, minIsr |-> InitMinIsr]
+EmptyView   == WithRegistrations(View6(NoBroker, 1, 0, {}, {}, InitMinIsr), NoRegistrations)
 
 \* The effective min ISR a broker applies: the one of its view.
 ViewMinIsr(view) == EffectiveMinIsr(view.minIsr, ReplicationFactor)
@@ -519,7 +557,10 @@ SetLeaderHwm(b, hu) ==
 (* in minIsr (same partition epoch) keeps pendingIsr[b], and the HWM rule  *)
 (* is re-applied with it.  When the controller's min ISR change also       *)
 (* changes the partition record (ELR update, new partition epoch), the     *)
-(* leader learns that record and its pending state is replaced.            *)
+(* leader learns that record and its pending state is replaced.  So does   *)
+(* a view that differs only in the broker registrations                    *)
+(* (LeaderCacheIsrEligibility): a broker fenced or unfenced outside the    *)
+(* partition record is no partition change either.                         *)
 (*  - b stays leader in the same leader epoch: it keeps its HWM, purgatory *)
 (*    and follower states and reapplies the HWM rule to the new ISR;       *)
 (*  - b starts leading a new leader epoch: follower states unknown, empty  *)
@@ -540,7 +581,8 @@ InstallViewFrom(b, nv, lg, cl0) ==
                     ELSE {}
         fs       == IF sameTerm THEN followerState[b] ELSE NoFollowers
         pAcks    == IF sameTerm THEN pendingAcks[b] ELSE {}
-        \* only the topic's min ISR changed: the AlterPartition in flight stays pending
+        \* only the topic's min ISR (or the broker registrations) changed: the
+        \* AlterPartition in flight stays pending
         pend     == IF sameTerm /\ nv.partitionEpoch = old.partitionEpoch /\ nv /= old
                     THEN pendingIsr[b] ELSE {}
         hu       == IF leads
@@ -758,12 +800,23 @@ ShrinkIsr(b, f) ==
 \* not yet been committed to the controller".  Kafka's in-sync test on what
 \* the leader learned: f's fetch offset (fs[f].leo, after the HWM h) reaches
 \* the HWM and the leader epoch start offset, and f's broker epoch is known
-\* (KIP-903).  Whether f is fenced is the controller's to check (KIP-841).
+\* (KIP-903).  Whether f is fenced is the controller's to check (KIP-841) --
+\* and, with LeaderCacheIsrEligibility, first the leader's, on its metadata
+\* cache (Kafka's Partition.isReplicaIsrEligible): KIP-841 "The leader will
+\* consider only active (not fenced nor in controlled shutdown) replicas to be
+\* eligible to join the ISR", KIP-903 a replica whose fetch named another
+\* broker epoch than the cache's is not eligible either.  f's entry in b's
+\* view is f's broker epoch when unfenced, 0 when fenced, so one comparison
+\* with the epoch f's fetch named checks both.  The cache "is eventually
+\* consistent" (KIP-841): it may still have f unfenced after the fencing (the
+\* controller then answers INELIGIBLE_REPLICA), or fenced after the unfencing
+\* (b proposes at a fetch after its next catch-up).
 IsrExpandGuard(b, f, fs, h) ==
     /\ f /= b /\ f \notin metadata[b].isr
     /\ fs[f].brokerEpoch /= 0
     /\ fs[f].leo >= h
     /\ fs[f].leo >= EpochStartOffset(log[b], metadata[b].leaderEpoch)
+    /\ LeaderCacheIsrEligibility => metadata[b].registrations[f] = fs[f].brokerEpoch
 
 \* KIP-841 (cwiki, "Broker Unfencing"): "When a broker is unfenced by the
 \* controller, the leader does nothing because subsequent fetch requests from
@@ -776,9 +829,9 @@ IsrExpandGuard(b, f, fs, h) ==
 \* new maximal ISR.  Every such step is a FollowerFetch step followed by a
 \* ProposeIsrExpand step of FetchTriggeredIsrExpand = FALSE (or the latter
 \* alone): a restriction.  The leader's eligibility check on its metadata
-\* cache (KIP-841/903) is still left to the controller (the cache's broker
-\* records are not modelled), and a fetch may still end without a proposal
-\* (FollowerFetch: a cache that has f fenced).
+\* cache (KIP-841/903) is IsrExpandGuard's with LeaderCacheIsrEligibility;
+\* without it the check is left to the controller, and a fetch may still end
+\* without a proposal (FollowerFetch: a cache that has f fenced).
 FetchAndProposeIsrExpand(b, f) ==
     /\ CanFetch(f, b)
     /\ pendingIsr[b] = {} /\ alterPartition[b] = NoMessage
@@ -863,7 +916,10 @@ HandleAlterPartition(b) ==
 \* that already brought a newer state) the pending ISR is dropped and the
 \* leader waits for the metadata, proposing again from its view later
 \* (Kafka: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION and INELIGIBLE_REPLICA
-\* are not retried as such).
+\* are not retried as such).  With LeaderCacheIsrEligibility the committed
+\* view carries the broker registrations as of the commit (ViewAfter in
+\* HandleAlterPartition; abstraction A10): Kafka's response carries the
+\* partition only and its MetadataCache catches up with the log later.
 HandleAlterPartitionResponse(b) ==
     /\ alive[b]
     /\ alterPartition[b] /= NoMessage
@@ -906,7 +962,8 @@ UnfenceBroker(b) ==
     /\ fenced' = [fenced EXCEPT ![b] = FALSE]
     /\ \E o \in ElectionOutcomes(StateOf, Unfenced \cup {b}, leader) :
           /\ ApplyPartition(o)
-          /\ InstallViewFrom(b, ViewAfter, log, CommittedAfter(o, log))
+          /\ InstallViewFrom(b, ViewAfterWith([Registrations EXCEPT ![b] = brokerEpoch[b]]), log,
+                             CommittedAfter(o, log))
     /\ UNCHANGED <<brokerVars, brokerEpoch, minIsr, replies, alterPartition,
                    uncleanShutdowns, lostCommitted>>
 
@@ -977,7 +1034,9 @@ RestartBroker(b, k) ==
                                         ELSE Unfenced \cup {b},
                                         incumbent) :
                  /\ ApplyPartition(o)
-                 /\ InstallViewFrom(b, ViewAfter, newLog, CommittedAfter(o, newLog))
+                 /\ InstallViewFrom(b, ViewAfterWith([Registrations EXCEPT ![b] =
+                                        IF KafkaRegistersFenced THEN 0 ELSE brokerEpoch[b] + 1]),
+                                    newLog, CommittedAfter(o, newLog))
     /\ alive'             = [alive EXCEPT ![b] = TRUE]
     /\ flushed'           = [flushed EXCEPT ![b] = k]
     /\ shutdownFile'      = [shutdownFile EXCEPT ![b] = -1]

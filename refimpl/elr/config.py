@@ -6,6 +6,9 @@ so the simulator explores inside the same finite model TLC checks:
 
     Brokers, Values, InitMinIsr, MinIsrValues, ElrEnabled, UncleanRecoveryEnabled,
     RecoveryStrategy, FenceRunningBrokers            -> the cluster and topic configuration
+    LeaderCacheIsrEligibility                        -> the projection of a broker's view (its
+                                                        broker registrations; the refimpl's
+                                                        leader always checks them)
     SyncMetadata = TRUE                              -> rejected (the refimpl is asynchronous)
     (and the producer follows the spec's abstraction A7: acks=all while the ISR has min ISR
     members, acks=1 otherwise)
@@ -83,6 +86,8 @@ def config_from_bounds(bounds: Any | None, bug: str | None,
             kw["strategy"] = k["RecoveryStrategy"]
         if "FenceRunningBrokers" in k:
             kw["fence_running_brokers"] = bounds.bool("FenceRunningBrokers")
+        if "LeaderCacheIsrEligibility" in k:
+            kw["view_registrations"] = bounds.bool("LeaderCacheIsrEligibility")
         if bounds.bool("SyncMetadata", False):
             # the refimpl is asynchronous (metadata, AlterPartition and fetches travel the
             # network): its traces are steps of the SyncMetadata = FALSE spec only

@@ -226,17 +226,26 @@ def acting_leader(config: ElrConfig, world) -> Any:
 
 def empty_view(config: ElrConfig) -> Fn:
     """spec EmptyView: a down broker's metadata cache, an error response's partition."""
-    return Fn({"leader": NO_LEADER, "leaderEpoch": 1, "partitionEpoch": 0,
-               "isr": frozenset(), "elr": frozenset(), "minIsr": config.min_isr})
+    v = {"leader": NO_LEADER, "leaderEpoch": 1, "partitionEpoch": 0,
+         "isr": frozenset(), "elr": frozenset(), "minIsr": config.min_isr}
+    if config.view_registrations:
+        v["registrations"] = Fn({b: 0 for b in config.brokers})
+    return Fn(v)
 #: spec Unknown: what a leader knows of a follower that has not fetched from it.
 UNKNOWN_FOLLOWER = Fn({"leo": 0, "brokerEpoch": 0})
 
 
-def view(md) -> Fn:
-    """A PartitionMetadata as the spec's View record."""
-    return Fn({"leader": md.leader, "leaderEpoch": md.leader_epoch,
-               "partitionEpoch": md.partition_epoch, "isr": frozenset(md.isr),
-               "elr": frozenset(md.elr), "minIsr": md.topic_min_isr})
+def view(config: ElrConfig, md) -> Fn:
+    """A PartitionMetadata as the spec's View record; with LeaderCacheIsrEligibility
+    (`config.view_registrations`) also its broker registrations: each broker's epoch in
+    `live_brokers`, 0 for a fenced one (spec Registrations)."""
+    v = {"leader": md.leader, "leaderEpoch": md.leader_epoch,
+         "partitionEpoch": md.partition_epoch, "isr": frozenset(md.isr),
+         "elr": frozenset(md.elr), "minIsr": md.topic_min_isr}
+    if config.view_registrations:
+        live = {x[0]: x[1] for x in md.live_brokers}
+        v["registrations"] = Fn({b: live.get(b, 0) for b in config.brokers})
+    return Fn(v)
 
 
 def alter_partition_slot(config: ElrConfig, world, b: str):
@@ -261,7 +270,7 @@ def alter_partition_value(config: ElrConfig, m) -> Any:
                    "partitionEpoch": m.partition_epoch, "isr": frozenset(m.new_isr),
                    "brokerEpochs": Fn({x: named.get(x, 0) for x in config.brokers})})
     return Fn({"type": "Response", "error": m.error,
-               "partition": view(m.metadata) if m.error == "NONE" and m.metadata is not None
+               "partition": view(config, m.metadata) if m.error == "NONE" and m.metadata is not None
                else empty_view(config)})
 
 
@@ -276,7 +285,7 @@ def _metadata(v, b: str) -> Fn:
     st = v.w.states[b]
     if not v.w.up.get(b, False) or st.metadata is None:
         return empty_view(v.c)
-    return view(st.metadata)
+    return view(v.c, st.metadata)
 
 
 def _follower_state(v, l: str) -> Fn:

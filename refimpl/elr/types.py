@@ -116,6 +116,9 @@ class ElrConfig:
     # the ISR is healthy are outside spec/ELR.tla, so such traces do not refine it).
     acks_policy: str = "spec"
     fence_running_brokers: bool = True      # FenceRunningBrokers (see adapter)
+    # LeaderCacheIsrEligibility: the spec's View carries the broker registrations of the
+    # broker's metadata cache (projection only: the leader always checks its cache, KIP-841/903)
+    view_registrations: bool = False
     min_isr_choices: tuple[int, ...] = ()   # values an admin may set min.insync.replicas to
     # timing (virtual ms)
     heartbeat_ms: int = 100

@@ -42,7 +42,10 @@ controller's current one, so the catch-up changes no spec variable -- and redoin
 (`_propose_with_fresh_cache`).  What stays `leader-checks-isr-eligibility`: the controller
 has f fenced (or another broker epoch) and b's cache already holds that; Kafka's leader with
 that cache does not propose either (one whose cache stopped before those records would: the
-refimpl keeps no older cache to go back to).
+refimpl keeps no older cache to go back to).  With `LeaderCacheIsrEligibility = TRUE` the
+spec's views carry the cache's broker registrations (the adapter projects the refimpl's
+`PartitionMetadata.live_brokers`: `config.view_registrations`) and its leader checks them as
+the refimpl's does, so neither class arises: a catch-up is then a spec ReceiveMetadata step.
 
 Messages the spec does not see -- metadata pushes and heartbeats (replaced by the events
 above), the producer's acknowledgements (the ghost `acked` is written by the leader that
