@@ -448,3 +448,80 @@ def test_elr_fetch_triggered_isr_expansions_replay(elr_ft_graph):
     run = replay(g, old, moving, "sample", explain=explainer("elr", "refimpl"))
     assert not [o for o in run.outcomes if o.outcome == "replayed"], \
         [o.reason for o in run.outcomes]
+
+
+# ---- LeaderCacheIsrEligibility (issue 33): the leader checks eligibility on its cache ----
+
+ELR_LC_GRAPH = "elr-graph-leader-cache-r0"
+
+
+def test_elr_leader_cache_isr_eligibility_replays(elr_ft_graph, tlc_toolchain):
+    """KIP-841: "The leader will consider only active (not fenced nor in controlled shutdown)
+    replicas to be eligible to join the ISR. It will rely on the metadata cache" (KIP-903: with
+    the broker epoch of the follower's fetch; Kafka's Partition.isReplicaIsrEligible).  Under
+    LeaderCacheIsrEligibility = TRUE a broker's view carries its cache's broker registrations
+    and the spec's leader proposes f only when its cache has f unfenced with the fetch's
+    epoch -- the refimpl's rule.  The 20 shallowest ProposeIsrExpand edges of
+    elr-graph-leader-cache-r0 whose follower the controller has fenced (b's cache has not
+    learned it yet) all replay; in elr-graph-fetch-triggered-r0 (the switch off) the spec's
+    leader also proposes followers its cache has fenced, and some of its 20 shallowest such
+    edges are `leader-checks-isr-eligibility`."""
+    from trace_checker.replay.elr import ELIGIBLE
+    g = load_graph(ELR_LC_GRAPH).graph
+    d, _, protocol = make_driver("refimpl", resolve_entry(ELR_LC_GRAPH), g, None)
+    assert protocol == "elr" and d.fetch_triggered and d.c.view_registrations
+    fenced = lambda src, b, f: src["fenced"][f]      # noqa: E731
+    targets = _elr_proposals(g, fenced)[:20]
+    assert len(targets) == 20
+    for s, _, t in targets:        # b's cache still has f unfenced with the fetch's epoch
+        src, dst = g.state(s), g.state(t)
+        b = next(x for x in src["log"] if dst["pendingIsr"][x] != src["pendingIsr"][x])
+        f = next(iter(set(dst["pendingIsr"][b]) - set(src["metadata"][b]["isr"])))
+        assert src["metadata"][b]["registrations"][f] == dst["followerState"][b][f]["brokerEpoch"]
+    run = replay(g, d, targets, "sample", explain=explainer("elr", "refimpl"))
+    assert [o.outcome for o in run.outcomes] == ["replayed"] * 20, \
+        [o.reason for o in run.outcomes if o.outcome != "replayed"]
+
+    g0 = elr_ft_graph
+    old = make_driver("refimpl", resolve_entry(ELR_FT_GRAPH), g0, None)[0]
+    assert not old.c.view_registrations
+    run = replay(g0, old, _elr_proposals(g0, fenced)[:20], "sample",
+                 explain=explainer("elr", "refimpl"))
+    assert all(o.outcome != "diverged" for o in run.outcomes)
+    assert any(o.outcome == "not_drivable" and (o.reason or "").startswith(ELIGIBLE)
+               for o in run.outcomes), [(o.outcome, o.reason) for o in run.outcomes]
+
+
+def test_kafka_restore_is_one_command_checked_by_the_state_hash():
+    """The Kafka driver restores a snapshot (its command log from init) with ONE harness
+    command (`restore`), and fails closed when the state it reaches is not the one the commands
+    reached one by one (the answer's state_sha)."""
+    import dataclasses
+    import os
+
+    from kafka_bridge.toolchain import JARS
+    from trace_checker.replay.driver import DriverError
+    from trace_checker.replay.kafka import KafkaDriver
+    if not JARS["raft"].is_file() and os.environ.get("CI", "").lower() not in ("1", "true"):
+        pytest.skip("the Kafka harness is not built (make setup)")
+    entry = resolve_entry(KAFKA_GRAPH)
+    g = load_graph(entry).graph
+    d = KafkaDriver.open(entry, g, None)
+    try:
+        init = d.reset()
+        s0 = next(s for s in g.initial if g.state(s) == init)
+        a, dst = next((a, t) for a, t in g.succ[s0] if g.actions[a] == "Timeout")
+        snap0 = d.snapshot()
+        assert d.apply(SpecStep(1, "Timeout", g.state(dst))).matched
+        snap1 = d.snapshot()
+        assert snap1.log and snap1.sha != snap0.sha
+        sent = d.events_applied
+        d.restore(snap0)
+        d.restore(snap1)
+        assert d.events_applied == sent + 2 and d.restores == 2
+        assert d.commands_replayed == 1 + len(snap1.log) + 1
+        assert d.state == g.state(dst)
+        with pytest.raises(DriverError, match="reached another state"):
+            d.restore(dataclasses.replace(snap1, sha="0" * 64))
+    finally:
+        d.close()

@@ -42,6 +42,9 @@ def replay(
                                        "edges replayed."),
     no_validate: bool = typer.Option(False, "--no-validate", help="Do not run the trace "
                                      "checker on the divergence traces."),
+    workers: int = typer.Option(0, "--workers", min=0, help="Implementation processes of an "
+                                "--edges all run on the Kafka harness (0: one per core, at most "
+                                "2); the outcomes are the same for any number."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
 ) -> None:
     """Drive the implementation along the spec's state graph, edge by edge."""
@@ -68,7 +71,7 @@ def replay(
 
     try:
         res = run_replay(graph, impl, edges, seed=seed, corpus=corpus, out=out, bug=bug,
-                         validate=not no_validate, progress=progress)
+                         validate=not no_validate, progress=progress, workers=workers)
     except (ReplayError, DriverError, ToolchainError, ManifestError, GraphBuildError,
             ValueError) as e:
         _fail(str(e), as_json)

@@ -194,10 +194,14 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
            model_values: frozenset[str] = frozenset(), explain: Explain | None = None,
            progress: Callable[[int, int], None] | None = None,
            max_variants: int = MAX_VARIANTS, stop_after: int | None = None,
-           reroutes: int = REROUTES) -> ReplayRun:
+           reroutes: int = REROUTES, workers: int = 1) -> ReplayRun:
     """Drive `driver` along the graph to every target edge; one EdgeOutcome per target.
     `stop_after` ("all" mode): stop once this many edges diverged (a planted bug's detection;
-    the outcomes then cover the edges tried so far, `run.stopped` is set)."""
+    the outcomes then cover the edges tried so far, `run.stopped` is set).
+    `workers` ("all" mode, a driver with `fork()`: one more implementation process each): the
+    edges of a batch of queued states are tried in parallel, each from its source's snapshot,
+    and their results taken in the sequential order (`_ParallelAttempts`), so the outcomes are
+    the same for any number of workers."""
     t0, c0 = time.monotonic(), time.process_time()
     run = ReplayRun(g)
     acts = g.actions
@@ -246,19 +250,25 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
     replayed: set[Edge] = set()
     counts = Counter()
 
-    def attempt(e: Edge, i: int = 0) -> tuple[bool, Applied, bool]:
+    def attempt(e: Edge, i: int = 0, pre: tuple | None = None) -> tuple[bool, Applied, bool]:
         """Edge e from the i-th driver state of its source; (matched, applied, a new driver
-        state of the destination was queued)."""
+        state of the destination was queued).  `pre`: the (applied, snapshot after, variant
+        key) a worker already computed for it (`_ParallelAttempts`)."""
         s, a, d = e
-        driver.restore(snaps[s][i])
-        step = SpecStep(depth[s] + 1, acts[a], expected(d))
-        res = driver.apply(step)
+        if pre is None:
+            driver.restore(snaps[s][i])
+            step = SpecStep(depth[s] + 1, acts[a], expected(d))
+            res = driver.apply(step)
+            take, key_now = driver.snapshot, key_of
+        else:
+            res, after, key_after = pre
+            take, key_now = (lambda: after), (lambda: key_after)
         fresh = False
         if res.matched:
             replayed.add(e)
-            key = key_of() if key_of is not None else None
+            key = key_now() if key_of is not None else None
             if d not in snaps:
-                snaps[d] = [driver.snapshot()]
+                snaps[d] = [take()]
                 variants[d] = {key}
                 depth[d] = depth[s] + 1
                 run.reached[d] = (s, acts[a], res.event, res.params)
@@ -266,7 +276,7 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
             elif key_of is not None and key not in variants[d] \
                     and len(snaps[d]) < max_variants:
                 variants[d].add(key)
-                snaps[d].append(driver.snapshot())
+                snaps[d].append(take())
                 fresh = True
         elif e not in run.failures:
             oc = _failed(g, e, depth[s] + 1, res, expected(d), model_values, explain)
@@ -327,23 +337,41 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
         init_states.sort(key=keys.__getitem__)
         queue = deque((s, 0) for s in init_states)
         n = 0
-        while queue:
-            if stop_after is not None and counts["diverged"] >= stop_after:
-                run.stopped = True
-                break
-            s, i = queue.popleft()
-            for a, d in ordered_succ(g, s):
-                e = (s, a, d)
-                if e in replayed:
-                    continue
-                ok, _, fresh = attempt(e, i)
-                if fresh:
-                    queue.append((d, len(snaps[d]) - 1))
-                if e not in done:
-                    done.add(e)
-                    n += 1
-                    if progress is not None and n % 5000 == 0:
-                        progress(n, len(targets))
+        pool = _ParallelAttempts(driver, workers) \
+            if workers > 1 and stop_after is None and hasattr(driver, "fork") else None
+        try:
+            while queue:
+                if stop_after is not None and counts["diverged"] >= stop_after:
+                    run.stopped = True
+                    break
+                if pool is None:
+                    batch = [queue.popleft()]
+                    tasks = [(s, i, a, d, None) for s, i in batch
+                             for a, d in ordered_succ(g, s)]
+                else:
+                    # the edges of the queued states, tried in parallel from their sources'
+                    # snapshots (each exists: the state was queued), taken in queue order below
+                    batch = [queue.popleft() for _ in range(min(len(queue), PARALLEL_BATCH))]
+                    todo = [(s, i, a, d) for s, i in batch for a, d in ordered_succ(g, s)
+                            if (s, a, d) not in replayed]
+                    tasks = [t + (r,) for t, r in zip(todo, pool.run(
+                        [(snaps[s][i], SpecStep(depth[s] + 1, acts[a], expected(d)))
+                         for s, i, a, d in todo], key_of is not None))]
+                for s, i, a, d, pre in tasks:
+                    e = (s, a, d)
+                    if e in replayed:
+                        continue
+                    ok, _, fresh = attempt(e, i, pre)
+                    if fresh:
+                        queue.append((d, len(snaps[d]) - 1))
+                    if e not in done:
+                        done.add(e)
+                        n += 1
+                        if progress is not None and n % 5000 == 0:
+                            progress(n, len(targets))
+        finally:
+            if pool is not None:
+                pool.close()
         if not run.stopped:
             # the edges still failing: short cycles back to their source first
             again = [e for e in targets if e in run.failures and e not in replayed]
@@ -439,6 +467,53 @@ def replay(g: StateGraph, driver: Driver, targets: Iterable[Edge], mode: str, *,
     run.cpu_seconds = time.process_time() - c0
     run.events_applied = getattr(driver, "events_applied", 0)
     return run
+
+
+PARALLEL_BATCH = 64   # queued states whose edges one parallel round tries
+
+
+class _ParallelAttempts:
+    """`workers` drivers (the given one and `driver.fork()`s: one implementation process each)
+    trying edges from snapshots in threads (the implementations run in their own processes, so
+    the threads overlap them); `run` answers in the order of its tasks, so the engine takes
+    the results in the sequential order and the outcomes do not depend on `workers`.  A
+    driver's snapshot is a value any of them can restore (the Kafka driver's: the command log
+    from init)."""
+
+    def __init__(self, driver, workers: int):
+        import queue
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.main = driver
+        self.forks = [driver.fork() for _ in range(workers - 1)]
+        self.free: "queue.SimpleQueue" = queue.SimpleQueue()
+        for d in [driver, *self.forks]:
+            self.free.put(d)
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="replay")
+
+    def _one(self, snap, step: SpecStep, keyed: bool) -> tuple:
+        d = self.free.get()
+        try:
+            d.restore(snap)
+            res = d.apply(step)
+            if not res.matched:
+                return res, None, None
+            return res, d.snapshot(), (d.variant_key() if keyed else None)
+        finally:
+            self.free.put(d)
+
+    def run(self, tasks: list[tuple], keyed: bool) -> list[tuple]:
+        futs = [self.pool.submit(self._one, snap, step, keyed) for snap, step in tasks]
+        return [f.result() for f in futs]
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        for d in self.forks:
+            d.close()
+            self.main.events_applied = getattr(self.main, "events_applied", 0) + \
+                getattr(d, "events_applied", 0)
+            if hasattr(d, "merge_counts"):
+                self.main.merge_counts(d)
 
 
 def _failed(g: StateGraph, e: Edge, k: int, res: Applied, expected: dict,

@@ -238,13 +238,90 @@ def kafka_discovers_and_appends(g: StateGraph, edge: tuple, res: Applied, diag: 
             "only follows (docs/kafka-conformance.md F15)")
 
 
+def _vote_refusal(g: StateGraph, edge: tuple, res: Applied, diag: dict, labels: tuple,
+                  error: str) -> tuple[dict, dict] | None:
+    """(source state, message) when the spec's ReceiveVoteResponse `edge` consumes one
+    not-granted VoteResponse with `error`, Kafka's step is one of `labels`, and only the
+    receiver's role and vote sets differ; else None."""
+    if res.matched or g.actions[edge[1]] != "ReceiveVoteResponse" or \
+            res.label not in labels or res.state is None or \
+            not set(diag.get("differing_variables") or ()) <= \
+            {"role", "votesGranted", "votesRejected"}:
+        return None
+    s, _, d = edge
+    src = g.state(s)
+    before, after = _bag(src.get("msgs")), _bag(g.state(d).get("msgs"))
+    gone = [m for m in before if after.get(m, 0) < before[m]]
+    if len(gone) != 1 or gone[0]["type"] != "VoteResponse" or gone[0]["voteGranted"] or \
+            gone[0]["error"] != error:
+        return None
+    return src, gone[0]
+
+
+def kafka_rejected_candidate_backs_off(g: StateGraph, edge: tuple, res: Applied, diag: dict
+                                      ) -> str | None:
+    """A candidate receiving a VoteResponse (error NONE) that rejects it: the spec's steps down
+    to Voted (KIP-595 "Vote Response Handling": "can immediately step down and backoff"),
+    Kafka's stays Candidate with the rejection recorded while it backs off
+    (KafkaRaftClient.handleVoteResponse -> startBackingOff): finding F5, modelled by
+    KafkaRejectedCandidateBacksOff (on in the kafka-3.7 judge).  Only the receiver's role and
+    vote sets may differ."""
+    found = _vote_refusal(g, edge, res, diag, ("ReceiveVoteResponse",), "NONE")
+    if found is None:
+        return None
+    src, m = found
+    i = m["dest"]
+    if src["role"][i] != "Candidate" or res.state["role"][i] != "Candidate" or \
+            m["src"] not in res.state["votesRejected"][i]:
+        return None
+    return (f"finding F5 KafkaRejectedCandidateBacksOff: candidate {i} rejected by {m['src']} "
+            "stays Candidate, the rejection recorded, while it backs off "
+            "(KafkaRaftClient.handleVoteResponse: isVoteRejected -> startBackingOff); KIP-595 "
+            "\"Vote Response Handling\" and KRaft.tla step down to Voted "
+            "(docs/kafka-conformance.md F5)")
+
+
+def kafka_fenced_vote_response_ignored(g: StateGraph, edge: tuple, res: Applied, diag: dict
+                                      ) -> str | None:
+    """A candidate receiving a VoteResponse with error FENCED_LEADER_EPOCH of its own epoch
+    (the answer to a request of an earlier epoch, the candidate has since reached the
+    responder's): KRaft.tla counts every not-granted response of the current epoch as a
+    rejection (HandleVoteResponse); Kafka counts none: the response answers a request of the
+    earlier epoch it no longer waits for, so it is dropped unread (the harness's deliver:
+    KraftAccess.responseExpected, README "Steps": DropMessage), and one it does read is
+    consumed as "handled" by maybeHandleCommonResponse (FENCED_LEADER_EPOCH: maybeTransition to
+    the same epoch, no leader named: no change).  Found by replay (H4,
+    docs/kafka-conformance.md "Replay divergences")."""
+    found = _vote_refusal(g, edge, res, diag, ("ReceiveVoteResponse", "DropMessage"),
+                          "FENCED_LEADER_EPOCH")
+    if found is None:
+        return None
+    src, m = found
+    i = m["dest"]
+    if src["role"][i] != "Candidate" or m["epoch"] != src["currentEpoch"][i] or \
+            res.state["role"][i] != "Candidate" or \
+            res.state["votesRejected"][i] != src["votesRejected"][i] or \
+            res.state["votesGranted"][i] != src["votesGranted"][i]:
+        return None
+    how = ("ignores it unread: it answers a VoteRequest of the earlier epoch, no longer "
+           "awaited (KafkaRaftClient.handleInboundMessage: \"Ignoring response ... since it is "
+           "no longer needed\"; the harness's DropMessage)" if res.label == "DropMessage" else
+           "consumes it without counting a rejection (maybeHandleCommonResponse: "
+           "maybeTransition to the same epoch, no leader: no change)")
+    return (f"finding H4 fenced-vote-response-ignored: candidate {i} receives {m['src']}'s "
+            f"VoteResponse FENCED_LEADER_EPOCH of its own epoch; Kafka {how}; KRaft.tla's "
+            "HandleVoteResponse counts it as a rejection (docs/kafka-conformance.md H4)")
+
+
 RULES: dict[tuple[str, str], list[Rule]] = {
     ("kraft", "refimpl"): [kraft_discovery_destination, spec_choice_not_taken],
     ("reassign", "refimpl"): [spec_choice_not_taken],
     ("elr", "refimpl"): [elr_refimpl_choice, spec_choice_not_taken],
     ("kraft", "kafka"): [kafka_sends_at_once, kafka_vote_forgotten_on_leader,
                          spec_choice_not_taken, kafka_timer_first, kafka_resends_same_voter,
-                         kafka_acts_at_once, kafka_discovers_and_appends],
+                         kafka_acts_at_once, kafka_discovers_and_appends,
+                         kafka_rejected_candidate_backs_off,
+                         kafka_fenced_vote_response_ignored],
 }
 
 

@@ -5,7 +5,11 @@ command per line on stdin and answers one JSON line per command on stdout (comma
 deliver, timeout, drop, duplicate, restart, client, state; the module's README documents
 them).  The harness cannot branch from a saved state (Kafka's raft client is not a pure value),
 so `snapshot()` is the list of commands that led to the current state and `restore()` replays
-them from `init` -- paths are "replayed from Init where the driver cannot branch".
+them from `init` -- paths are "replayed from Init where the driver cannot branch".  The replay is
+one harness command (`restore`: the whole log in one JSON array, replayed inside the JVM without
+answering its steps); its answer's `state_sha` (SHA-256 of the projected state) must equal the
+one the driver saw when it took the snapshot, else DriverError (fail closed: a replay that does
+not reach the same state would judge edges from another state).
 
 A spec step becomes one command by the difference between the state before and the state the
 spec expects (`spec_event`): the message a Receive* step consumes, the request a Send* step
@@ -58,6 +62,7 @@ class _KSnap:
     state: Any          # the spec state the driver is in (a dict)
     held: tuple = ()    # the outbox: requests Kafka sent that the spec has not sent yet
     kstate: Any = None  # Kafka's projected state, the held requests included
+    sha: str | None = None  # the harness's state_sha after the log (restore checks it)
 
 
 class KafkaDriver:
@@ -126,7 +131,22 @@ class KafkaDriver:
         self.held: list = []
         self.state: dict = {}
         self.kstate: dict = {}
+        self.sha: str | None = None
+        self.restores = 0             # restore commands sent
+        self.commands_replayed = 0    # commands they replayed inside the harness
         self.impl_header: dict | None = None
+
+    def fork(self) -> "KafkaDriver":
+        """Another driver on its own harness process, with the same cluster (the engine's
+        parallel workers: any driver restores any snapshot, a command log from init)."""
+        d = KafkaDriver(self.command, self.voters, self.observers, self.variables)
+        d.impl_header = self.impl_header
+        return d
+
+    def merge_counts(self, other: "KafkaDriver") -> None:
+        """Add a fork's restore counters to this driver's (its commands: events_applied)."""
+        self.restores += other.restores
+        self.commands_replayed += other.commands_replayed
 
     # ---- the harness process ------------------------------------------------------
     def _start(self) -> None:
@@ -139,11 +159,14 @@ class KafkaDriver:
         except OSError as e:
             raise DriverError(f"--impl kafka: cannot start the harness: {e}") from None
 
-    def _send(self, cmd: dict) -> dict:
+    def _send(self, cmd: dict | str) -> dict:
+        """One command (a dict, or its JSON text) and its answer; `state_sha` of an answer that
+        is ok is kept (the state the harness is in)."""
         self._start()
         assert self.proc is not None and self.proc.stdin and self.proc.stdout
+        text = cmd if isinstance(cmd, str) else json.dumps(cmd, sort_keys=True)
         try:
-            self.proc.stdin.write(json.dumps(cmd, sort_keys=True) + "\n")
+            self.proc.stdin.write(text + "\n")
             self.proc.stdin.flush()
             line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError) as e:
@@ -152,7 +175,10 @@ class KafkaDriver:
             err = self.proc.stderr.read() if self.proc.stderr else ""
             raise DriverError(f"the Kafka harness stopped: {err.strip()[-500:]}")
         self.events_applied += 1
-        return json.loads(line)
+        ans = json.loads(line)
+        if ans.get("ok"):
+            self.sha = ans.get("state_sha")
+        return ans
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -169,9 +195,12 @@ class KafkaDriver:
         return {k: from_itf(v) for k, v in state.items()}
 
     # ---- Driver protocol ----------------------------------------------------------
+    def _init_cmd(self) -> str:
+        return json.dumps({"cmd": "init", "voters": self.voters, "observers": self.observers,
+                           "seed": 0, "plant": None}, sort_keys=True)
+
     def reset(self) -> dict:
-        ans = self._send({"cmd": "init", "voters": self.voters, "observers": self.observers,
-                          "seed": 0, "plant": None})
+        ans = self._send(self._init_cmd())
         if not ans.get("ok"):
             raise DriverError(f"the Kafka harness refused init: {ans.get('error')}")
         steps = ans.get("steps") or []
@@ -184,20 +213,42 @@ class KafkaDriver:
     def snapshot(self) -> _KSnap:
         if self._snap is None:
             self._snap = _KSnap(tuple(self.log), tuple(self.pending), self.state,
-                                tuple(self.held), self.kstate)
+                                tuple(self.held), self.kstate, self.sha)
         return self._snap
 
     def restore(self, snap: _KSnap) -> None:
         if snap is self._snap:
             return
-        self.reset()
-        for text in snap.log:
-            ans = self._send(json.loads(text))
-            if not ans.get("ok"):
-                raise DriverError(f"the Kafka harness did not replay {text}: {ans.get('error')}")
+        # one round trip: the harness rebuilds the cluster from init and replays the log
+        # (Serve.restore), answering only the state's hash
+        ans = self._send('{"cmd": "restore", "log": [' + ", ".join((self._init_cmd(),) + snap.log)
+                         + "]}")
+        self.restores += 1
+        self.commands_replayed += len(snap.log) + 1
+        if not ans.get("ok"):
+            raise DriverError(f"the Kafka harness did not replay a snapshot's {len(snap.log)} "
+                              f"commands (restore): {ans.get('error')} (a harness built before "
+                              "`restore` existed? `make setup` rebuilds it)")
+        if snap.sha is None or ans.get("state_sha") != snap.sha:
+            raise DriverError(self._restore_mismatch(snap, ans.get("state_sha")))
         self.log, self.pending, self.state = list(snap.log), list(snap.pending), snap.state
         self.held, self.kstate = list(snap.held), snap.kstate
         self._snap = snap
+
+    def _restore_mismatch(self, snap: _KSnap, got: str | None) -> str:
+        """Why a restore did not reach the snapshot's state (the variables that differ)."""
+        why = (f"the Kafka harness's restore of {len(snap.log)} commands reached another state "
+               f"(state_sha {got}) than the commands did one by one ({snap.sha}): the harness is "
+               "not deterministic, so no edge from this state can be judged")
+        try:
+            now = self._send({"cmd": "state"}).get("state") or {}
+            reached = self._decode(now)
+            last = (snap.pending[-1][1] if snap.pending else snap.kstate) or {}
+            diff = sorted(v for v in set(reached) | set(last) if reached.get(v) != last.get(v))
+            why += f"; differing variables: {', '.join(diff) or 'none (another encoding)'}"
+        except DriverError:
+            pass
+        return why
 
     def apply(self, step: SpecStep) -> Applied:
         self._snap = None

@@ -5,6 +5,7 @@ replay, the report, the divergence traces and the trace checker's verdict on the
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -149,7 +150,10 @@ def _check_early(impl: str, bug: str | None) -> None:
 def run_replay(graph: str, impl: str = "refimpl", edges: str = "all", *, seed: int = 0,
                corpus: Path | None = None, out: Path | None = None, bug: str | None = None,
                validate: bool = True, jobs: int = 1, stop_after: int | None = None,
-               progress: Callable[[int, int], None] | None = None) -> ReplayResult:
+               progress: Callable[[int, int], None] | None = None,
+               workers: int = 0) -> ReplayResult:
+    """`workers`: implementation processes of an "all" run on a driver that can fork (the
+    Kafka harness); 0 = one per core, at most 2.  The outcomes do not depend on it."""
     try:
         mode, n = parse_edges(edges)
     except EdgesError as e:
@@ -171,7 +175,8 @@ def run_replay(graph: str, impl: str = "refimpl", edges: str = "all", *, seed: i
         model_values = frozenset(meta.model_values())
         run = replay(g, driver, targets, mode, model_values=model_values,
                      explain=explainer(protocol, impl), progress=progress,
-                     stop_after=stop_after)
+                     stop_after=stop_after,
+                     workers=workers if workers > 0 else min(2, os.cpu_count() or 1))
     finally:
         driver.close()
     # the implementation's own processes (the Kafka harness's JVM), reaped by close()
@@ -181,6 +186,11 @@ def run_replay(graph: str, impl: str = "refimpl", edges: str = "all", *, seed: i
     rep["graph_load_seconds"] = round(time.monotonic() - t0 - run.seconds, 3)
     rep["impl_process_cpu_seconds"] = round(run.impl_cpu_seconds, 3)  # type: ignore[attr-defined]
     rep["stopped_early"] = run.stopped
+    if hasattr(driver, "restores"):
+        # the Kafka driver: snapshots restored (one harness command each) and the commands
+        # those restores replayed inside the harness
+        rep["impl_restores"] = driver.restores
+        rep["impl_commands_replayed"] = driver.commands_replayed
     if corpus is not None:
         rep["corpus"] = str(corpus)
         rep["corpus_edges_visited"] = len(visited or ())

@@ -80,7 +80,10 @@ final class Cluster implements Network.SendListener {
     long lastStepMs;            // virtual time of the last step written
 
     private Map<String, Projection.View> lastViews;
-    private String lastKey;
+    /** The last state written (maps and lists built afresh by Projection.state, never changed
+     *  afterwards): a new state equal to it is a stutter.  Comparing the maps rather than their
+     *  canonical JSON saves two serializations per poll (most of serve mode's restore). */
+    private Map<String, Object> lastState;
 
     // the context of the poll in progress
     private Replica ctxNode;
@@ -176,8 +179,7 @@ final class Cluster implements Network.SendListener {
     boolean record(String action, Map<String, Object> params, Replica actor, boolean force) {
         actions++;
         Map<String, Projection.View> views = proj.views(lastViews);
-        String key = Projection.json(proj.state(views, net));
-        if (!force && key.equals(lastKey)) {
+        if (!force && proj.state(views, net).equals(lastState)) {
             return false;
         }
         checkBounds(views);
@@ -187,7 +189,7 @@ final class Cluster implements Network.SendListener {
             steps++;
         }
         TreeMap<String, Object> state = proj.state(views, net);
-        lastKey = Projection.json(state);
+        lastState = state;
         lastStepMs = nowMs;
         sink.step(action, params, state, nowMs);
         return true;

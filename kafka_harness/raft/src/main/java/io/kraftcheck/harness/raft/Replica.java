@@ -42,6 +42,15 @@ final class Replica {
     InboundQueue queue;
     /** The client's Random (serve mode steers an observer's voter choice: SteerableRandom). */
     Random random;
+    /**
+     * The batch buffers of every client of this JVM.  Kafka's BatchMemoryPool hands out buffers of
+     * KafkaRaftClient.MAX_BATCH_SIZE_BYTES (8 MiB) and keeps released ones for reuse, cleared
+     * (release: {@code ByteBuffer.clear}); a pool per client start allocated (and zeroed) 8 MiB at
+     * each new leader's first append, most of serve mode's CPU once `restore` rebuilds clusters
+     * over and over.  Which buffer a batch gets changes nothing a client does: the batch is
+     * written from the buffer's start and only its own bytes are read.
+     */
+    static final BatchMemoryPool BUFFERS = new BatchMemoryPool(8, KafkaRaftClient.MAX_BATCH_SIZE_BYTES);
     KafkaRaftClient<String> client;
     Metrics metrics;
     boolean up;
@@ -71,7 +80,7 @@ final class Replica {
         queue = new InboundQueue(this, taken);
         metrics = new Metrics(clock);
         client = KraftAccess.newClient(new StringSerde(), net.channel(this), queue, log, store,
-            new BatchMemoryPool(2, KafkaRaftClient.MAX_BATCH_SIZE_BYTES), clock, metrics,
+            BUFFERS, clock, metrics,
             new MockExpirationService(clock), FETCH_MAX_WAIT_MS, clusterId, id,
             new LogContext("[" + name + "] "), random, config);
         client.initialize();

@@ -21,13 +21,18 @@ import org.apache.kafka.raft.QuorumState;
  * on stdout: {"ok": true, "steps": [{"action", "params", "state", "time_ms"}...], "state": {...}}
  * (the spec steps the command produced, in order, and the projected state after it), or
  * {"ok": false, "error": "..."}; the session goes on after an error.  Commands: init, deliver,
- * timeout, drop, duplicate, restart, lose-disk, client, resign, advance, state.
+ * timeout, drop, duplicate, restart, lose-disk, client, resign, advance, state, restore.  Every
+ * answer carries "state_sha": the SHA-256 (hex) of the projected state's canonical JSON, so a
+ * restore (a whole command log replayed in one command, its steps not answered) can be checked
+ * against the state the individual commands reached.
  */
 final class Serve {
     private final Map<String, String> opts;
     private Cluster cluster;
     private final List<Map<String, Object>> steps = new ArrayList<>();
     private Map<String, Object> lastState;
+    /** Inside a restore: steps are not collected (only the last state is kept). */
+    private boolean quiet;
 
     Serve(Map<String, String> opts) {
         this.opts = opts;
@@ -48,7 +53,10 @@ final class Serve {
                 handle(cmd);
                 answer.put("ok", true);
                 answer.put("steps", new ArrayList<>(steps));
-                answer.put("state", lastState);
+                if (!"restore".equals(cmd.path("cmd").asText())) {
+                    answer.put("state", lastState);
+                }
+                answer.put("state_sha", sha(lastState));
             } catch (Cluster.KafkaFailure | Cluster.BoundExceeded | IllegalArgumentException
                      | IllegalStateException | com.fasterxml.jackson.core.JsonProcessingException e) {
                 answer.put("ok", false);
@@ -106,8 +114,8 @@ final class Serve {
 
     private void handle(JsonNode cmd) {
         String c = text(cmd, "cmd");
-        if (!"init".equals(c)) {
-            need();
+        if (!"init".equals(c) && !"restore".equals(c)) {
+            need();     // a restore starts from its log's init
         }
         switch (c) {
             case "init": {
@@ -197,11 +205,65 @@ final class Serve {
             }
             case "state":
                 break;
+            case "restore":
+                restore(cmd);
+                break;
             default:
                 throw new IllegalArgumentException("unknown command " + c);
         }
         if (lastState == null) {
             lastState = new TreeMap<>();
+        }
+    }
+
+    /**
+     * {@code {"cmd":"restore","log":[init, cmd, ...]}}: a new cluster from the log's init command,
+     * then every command of the log, exactly as if each had been sent on its own line (the same
+     * code, the same seeded Randoms and clocks), but without collecting the steps: the answer
+     * carries no steps and no state, only {@code state_sha} of the state reached (the driver
+     * compares it with the one it saw when it took the snapshot).  A command the log's replay
+     * refuses is an error naming its index (the cluster is then left where it stopped).
+     */
+    private void restore(JsonNode cmd) {
+        JsonNode log = cmd.get("log");
+        if (log == null || !log.isArray() || log.size() == 0
+                || !"init".equals(log.get(0).path("cmd").asText())) {
+            throw new IllegalArgumentException("restore needs a \"log\" array starting with an init command");
+        }
+        quiet = true;
+        try {
+            for (int i = 0; i < log.size(); i++) {
+                JsonNode c = log.get(i);
+                if ("restore".equals(c.path("cmd").asText())) {
+                    throw new IllegalArgumentException("restore: log[" + i + "] is a restore");
+                }
+                try {
+                    handle(c);
+                } catch (RuntimeException e) {
+                    throw new IllegalStateException("restore: log[" + i + "] (" + c.path("cmd").asText()
+                        + ") failed: " + e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+                }
+            }
+        } finally {
+            quiet = false;
+        }
+    }
+
+    /** SHA-256 (hex) of the state's canonical JSON (Projection.json: sorted keys, compact). */
+    static String sha(Map<String, Object> state) {
+        if (state == null) {
+            return null;
+        }
+        try {
+            byte[] d = java.security.MessageDigest.getInstance("SHA-256")
+                .digest(Projection.json(state).getBytes(StandardCharsets.UTF_8));
+            StringBuilder b = new StringBuilder(64);
+            for (byte x : d) {
+                b.append(Character.forDigit((x >> 4) & 0xf, 16)).append(Character.forDigit(x & 0xf, 16));
+            }
+            return b.toString();
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
         }
     }
 
@@ -255,6 +317,10 @@ final class Serve {
     }
 
     private void onStep(String action, Map<String, Object> params, Map<String, Object> state, long timeMs) {
+        lastState = state;
+        if (quiet) {
+            return;
+        }
         TreeMap<String, Object> s = new TreeMap<>();
         s.put("action", action);
         s.put("params", params);
