@@ -510,10 +510,7 @@ class _ParallelAttempts:
         self.pool.shutdown(wait=True)
         for d in self.forks:
             d.close()
-            self.main.events_applied = getattr(self.main, "events_applied", 0) + \
-                getattr(d, "events_applied", 0)
-            if hasattr(d, "merge_counts"):
-                self.main.merge_counts(d)
+            self.main.merge_counts(d)
 
 
 def _failed(g: StateGraph, e: Edge, k: int, res: Applied, expected: dict,

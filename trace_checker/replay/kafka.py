@@ -144,7 +144,8 @@ class KafkaDriver:
         return d
 
     def merge_counts(self, other: "KafkaDriver") -> None:
-        """Add a fork's restore counters to this driver's (its commands: events_applied)."""
+        """Add a fork's counters (commands sent, restores) to this driver's."""
+        self.events_applied += other.events_applied
         self.restores += other.restores
         self.commands_replayed += other.commands_replayed
 
