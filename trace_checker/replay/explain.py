@@ -313,6 +313,52 @@ def kafka_fenced_vote_response_ignored(g: StateGraph, edge: tuple, res: Applied,
             "HandleVoteResponse counts it as a rejection (docs/kafka-conformance.md H4)")
 
 
+def kafka_fenced_begin_quorum_epoch_response_not_awaited(g: StateGraph, edge: tuple,
+                                                         res: Applied, diag: dict
+                                                         ) -> str | None:
+    """A BeginQuorumEpochResponse with error FENCED_LEADER_EPOCH of a LARGER epoch than its
+    receiver's (the leader's request reached a voter that has since moved on): KRaft.tla's
+    HandleBeginQuorumEpochResponse steps the receiver down to the response's epoch (KIP-595
+    "BeginQuorumEpoch Response Handling"); Kafka 3.7 steps down too when it reads the response
+    (maybeHandleCommonResponse: epoch > quorum.epoch() -> maybeTransition), so a receiver that
+    stays where it was has NOT read it: the response answers a request Kafka no longer awaits
+    (KafkaRaftClient.handleInboundMessage "Ignoring response ... since it is no longer needed":
+    ConnectionState.isResponseExpected is false), which the harness delivers as DropMessage
+    (kafka_harness/raft/README.md "Steps").  In the kafka-3.7 judge's graph the receiver is a
+    leader that resigned after sending (LeaderProgressTimeout / Resign -> transitionToResigned
+    -> resetConnections clears every in-flight correlation id); a leader that re-sent the
+    request (request timeout) ignores the answer to the first copy the same way.  H4's
+    mechanism on BeginQuorumEpoch (docs/kafka-conformance.md H5); the edge stays diverged."""
+    if res.matched or g.actions[edge[1]] != "ReceiveBeginQuorumEpochResponse" or \
+            res.label != "DropMessage" or res.state is None:
+        return None
+    s, _, d = edge
+    src = g.state(s)
+    before, after = _bag(src.get("msgs")), _bag(g.state(d).get("msgs"))
+    gone = [m for m in before if after.get(m, 0) < before[m]]
+    if len(gone) != 1 or gone[0]["type"] != "BeginQuorumEpochResponse" or \
+            gone[0]["error"] != "FENCED_LEADER_EPOCH":
+        return None
+    m = gone[0]
+    i = m["dest"]
+    if m["epoch"] <= src["currentEpoch"][i] or \
+            res.state["currentEpoch"][i] != src["currentEpoch"][i] or \
+            res.state["role"][i] != src["role"][i]:
+        return None
+    why = ("it resigned since it sent the request (KafkaRaftClient.transitionToResigned -> "
+           "resetConnections: RequestManager.resetAll clears every in-flight correlation id)"
+           if src["role"][i] == "Resigned" else
+           "the request was re-sent since (a later correlation id is in flight)")
+    return (f"finding H5 fenced-begin-quorum-epoch-response-not-awaited: {src['role'][i]} {i} "
+            f"(epoch {src['currentEpoch'][i]}) receives {m['src']}'s BeginQuorumEpochResponse "
+            f"FENCED_LEADER_EPOCH of epoch {m['epoch']}; Kafka ignores it unread, {why} "
+            "(ConnectionState.isResponseExpected false; KafkaRaftClient.handleInboundMessage: "
+            "\"Ignoring response ... since it is no longer needed\"; the harness's DropMessage); "
+            "KRaft.tla's HandleBeginQuorumEpochResponse steps it down to the response's epoch, "
+            "as Kafka does for a response it awaits (maybeHandleCommonResponse -> "
+            "maybeTransition; docs/kafka-conformance.md H5)")
+
+
 RULES: dict[tuple[str, str], list[Rule]] = {
     ("kraft", "refimpl"): [kraft_discovery_destination, spec_choice_not_taken],
     ("reassign", "refimpl"): [spec_choice_not_taken],
@@ -321,7 +367,8 @@ RULES: dict[tuple[str, str], list[Rule]] = {
                          spec_choice_not_taken, kafka_timer_first, kafka_resends_same_voter,
                          kafka_acts_at_once, kafka_discovers_and_appends,
                          kafka_rejected_candidate_backs_off,
-                         kafka_fenced_vote_response_ignored],
+                         kafka_fenced_vote_response_ignored,
+                         kafka_fenced_begin_quorum_epoch_response_not_awaited],
 }
 
 
