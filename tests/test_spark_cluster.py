@@ -90,10 +90,15 @@ def worker_python(tmp_path_factory) -> str:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, worker_python):
     import pyspark
+
+    from spark_trace_analysis.session import QUICK_JVM_OPTIONS
     home = Path(pyspark.__file__).parent
     work = tmp_path_factory.mktemp("cluster")
+    # the master and the worker only start, register and hand out one small job: their JVMs
+    # compile with C1 only, as the small job's driver and executors do (session.py)
     env = _outside_repo_env(SPARK_HOME=str(home), SPARK_LOCAL_IP="127.0.0.1",
-                            SPARK_DAEMON_MEMORY="256m", PYSPARK_PYTHON=worker_python,
+                            SPARK_DAEMON_MEMORY="256m", SPARK_DAEMON_JAVA_OPTS=QUICK_JVM_OPTIONS,
+                            PYSPARK_PYTHON=worker_python,
                             SPARK_LOG_DIR=str(work), SPARK_WORKER_DIR=str(work / "worker"))
     assert not [k for k, v in env.items() if str(REPO_ROOT) in v and k != "SPARK_HOME"]
     port = _free_port()
