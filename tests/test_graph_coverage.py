@@ -186,7 +186,7 @@ def test_every_situation_is_named_in_the_docs():
 
 # built by the other full-graph tests of the default run, or in about a minute
 FAST = ["kraft-graph-small", "elr-graph-small", "elr-graph-aggressive", "reassign-graph-grow",
-        "reassign-graph-cancel", "elr-graph-fetch-triggered-r0", "elr-graph-leader-cache-r0"]
+        "reassign-graph-cancel"]
 
 
 def _doc_columns() -> dict[str, dict[str, str]]:

@@ -168,7 +168,7 @@ def _corpora(names: list[str] | None) -> list[tuple]:
     return [c for c in CORPORA if names is None or c[0] in names]
 
 
-# The default demo leaves out elr-graph-chaos: its graph (elr-graph-small, 102,586 states
+# The default demo leaves out elr-graph-chaos: its graph (elr-graph-small, 169,132 states
 # without symmetry) is the slowest build of the demo; full-graph mode is shown by
 # kraft-graph-chaos, KIP-966 by the elr corpora in neighbourhood mode.  --full has all.
 DEFAULT_CORPORA = [c[0] for c in CORPORA if c[0] != "elr-graph-chaos"]

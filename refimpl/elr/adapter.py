@@ -167,6 +167,10 @@ class ELRAdapter(ProtocolAdapter):
         self.world: World | None = None
         self._reset_liveness()
         self._encoder = spec_mapping.StateEncoder(self.config)
+        # FetchTriggeredIsrExpand: a fetch round in which the leader proposes is one spec
+        # ProposeIsrExpand step; the replay driver (trace_checker/replay/elr.py) takes the
+        # proposal as the held rest of the round itself and turns this off
+        self.merge_fetch_proposal = self.config.fetch_triggered_expand
 
     @property
     def planted_bug(self) -> str | None:
@@ -349,7 +353,8 @@ class ELRAdapter(ProtocolAdapter):
         logs match: the leader then learns f's fetch offset -- the part of f's log matching
         its own -- and applies its HWM rule), and the copy of the leader's log.  The records
         copied now count at f's next fetch.  Then the leader's ISR expansion proposal if f
-        is in sync (spec ProposeIsrExpand, a step of its own).  The round needs the link
+        is in sync (spec ProposeIsrExpand, a step of its own; with FetchTriggeredIsrExpand
+        the round and the proposal are one ProposeIsrExpand step).  The round needs the link
         between the two brokers (both ways)."""
         t0 = self.broker.on_fetch_timer(state, now_ms)
         ev = _Event(self, now_ms)
@@ -375,7 +380,12 @@ class ELRAdapter(ProtocolAdapter):
                 ev.add(f, tf, None)
             if tf is None or tf.action != "TruncateLog":
                 for n, part in tl.chain:   # the leader's proposal, after the copy
-                    ev.run(n, part, spec_mapping.boundary(part.action))
+                    if self.merge_fetch_proposal and part.action == "ProposeIsrExpand":
+                        ev.run(n, part, None)
+                        head_node, head = ev.parts[0]
+                        ev.parts[0] = (head_node, replace(head, action="ProposeIsrExpand"))
+                    else:
+                        ev.run(n, part, spec_mapping.boundary(part.action))
                 break
             req = self.broker.fetch_request(ev.state(f))
             if req is None:

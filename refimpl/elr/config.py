@@ -9,6 +9,10 @@ so the simulator explores inside the same finite model TLC checks:
     LeaderCacheIsrEligibility                        -> the projection of a broker's view (its
                                                         broker registrations; the refimpl's
                                                         leader always checks them)
+    FetchTriggeredIsrExpand                          -> the trace's steps: a fetch round with
+                                                        the leader's proposal is one
+                                                        ProposeIsrExpand step (the refimpl's
+                                                        leader always proposes in the fetch)
     SyncMetadata = TRUE                              -> rejected (the refimpl is asynchronous)
     (and the producer follows the spec's abstraction A7: acks=all while the ISR has min ISR
     members, acks=1 otherwise)
@@ -88,6 +92,8 @@ def config_from_bounds(bounds: Any | None, bug: str | None,
             kw["fence_running_brokers"] = bounds.bool("FenceRunningBrokers")
         if "LeaderCacheIsrEligibility" in k:
             kw["view_registrations"] = bounds.bool("LeaderCacheIsrEligibility")
+        if "FetchTriggeredIsrExpand" in k:
+            kw["fetch_triggered_expand"] = bounds.bool("FetchTriggeredIsrExpand")
         if bounds.bool("SyncMetadata", False):
             # the refimpl is asynchronous (metadata, AlterPartition and fetches travel the
             # network): its traces are steps of the SyncMetadata = FALSE spec only

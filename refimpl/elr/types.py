@@ -119,6 +119,10 @@ class ElrConfig:
     # LeaderCacheIsrEligibility: the spec's View carries the broker registrations of the
     # broker's metadata cache (projection only: the leader always checks its cache, KIP-841/903)
     view_registrations: bool = False
+    # FetchTriggeredIsrExpand: the spec's ProposeIsrExpand step is the follower's fetch round
+    # with the leader's proposal (trace steps only: the leader always proposes within the
+    # fetch, Kafka's maybeExpandIsr in updateFollowerFetchState, KIP-841)
+    fetch_triggered_expand: bool = False
     min_isr_choices: tuple[int, ...] = ()   # values an admin may set min.insync.replicas to
     # timing (virtual ms)
     heartbeat_ms: int = 100

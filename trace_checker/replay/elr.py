@@ -118,6 +118,7 @@ class ElrDriver(RefimplDriver):
                  fetch_triggered: bool = False):
         super().__init__(adapter, variables)
         self.c = adapter.config
+        adapter.merge_fetch_proposal = False   # the driver holds the proposal itself (below)
         # the graph's FetchTriggeredIsrExpand: a spec ProposeIsrExpand step is f's fetch round
         # with the leader's proposal (`fetch-propose`), not the held rest of an earlier fetch
         self.fetch_triggered = fetch_triggered
