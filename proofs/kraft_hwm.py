@@ -125,6 +125,25 @@ def quorum_intersection(variant: str = "off"):
     return build
 
 
+def majority_offset_is_a_count():
+    """spec/KRaftLog.tla MajorityOffset is written as the NUMBER of offsets h in 1..maxOffset
+    held by a quorum (Cardinality), not their maximum: equal because the held offsets are
+    1..k.  Monotonicity makes them so: for h' <= h the replicas holding h' (match >= h')
+    include those holding h, and a superset of a majority of V is a majority of V
+    (IsMajorityOf(S, V) == 2 |S \\cap V| > |V|), so whenever h is held, every h' in 1..h is.
+    Venn regions over the voters V and the replicas with match >= h (A) and >= h' (B):
+    any number of replicas."""
+    def build() -> Problem:
+        v = Venn("replicas", ("V", "A", "B"))
+        vv, a, b = v.base("V"), v.base("A"), v.base("B")
+        is_quorum = lambda x: v.card(x & vv) * 2 > v.card(vv)   # noqa: E731
+        return Problem(v.well_formed() + [v.subset(a, b), is_quorum(a)],
+                       [("QuorumHoldingAnOffsetHoldsEveryLowerOne", is_quorum(b))],
+                       lambda m: v.show(m, {"voters": vv, "holding_h": a, "holding_lower": b}),
+                       lambda k: [v.n() <= k])
+    return build
+
+
 def follower_hwm(variant: str = "off"):
     def build() -> Problem:
         cur, lh, end = z3.Ints("currentHwm leaderHwm logEnd")
@@ -157,6 +176,12 @@ def obligations() -> list[Obligation]:
                    spec="KRaftLog!MajorityOffset",
                    python=f"{PY}.leader_high_watermark(quorum=n // 2)", kind="planted", refutes="HeldByMajority",
                    note="refimpl bug majority-off-by-one"),
+        Obligation("kip595-majority-offset-is-a-count", "kip595",
+                   "A quorum of the voters holding offset h holds every lower offset, so the "
+                   "offsets a quorum holds are 1..k and their number is the largest one "
+                   "(MajorityOffset's Cardinality form)", PROVED, UNBOUNDED,
+                   majority_offset_is_a_count(), spec="KRaftLog!MajorityOffset",
+                   python=f"{QUORUM}.majority_replicated_offset"),
         Obligation("kip595-hwm-later-fetch-state", "kip595",
                    "A HWM computed from any later fetch state never decreases the old one",
                    PROVED, UNBOUNDED, hwm_later_fetch_state(),
