@@ -114,14 +114,14 @@ _TIMERS = frozenset({FETCH_TIMER, RECOVERY_TIMER})
 class ElrDriver(RefimplDriver):
     """The ELR adapter driven one spec step at a time (see the module docstring)."""
 
-    def __init__(self, adapter, variables: tuple[str, ...] | None = None,
-                 fetch_triggered: bool = False):
+    def __init__(self, adapter, variables: tuple[str, ...] | None = None):
         super().__init__(adapter, variables)
         self.c = adapter.config
         adapter.merge_fetch_proposal = False   # the driver holds the proposal itself (below)
-        # the graph's FetchTriggeredIsrExpand: a spec ProposeIsrExpand step is f's fetch round
-        # with the leader's proposal (`fetch-propose`), not the held rest of an earlier fetch
-        self.fetch_triggered = fetch_triggered
+        # the graph's FetchTriggeredIsrExpand (the adapter's config, read from the graph's
+        # cfg): a spec ProposeIsrExpand step is f's fetch round with the leader's proposal
+        # (`fetch-propose`), not the held rest of an earlier fetch
+        self.fetch_triggered = self.c.fetch_triggered_expand
         self.held: tuple = ()          # the parts of a composite event still to take
         # (snapshot before, event) of the FollowerFetch step just taken (None after any other
         # step): a ProposeIsrExpand that needs the leader's metadata cache caught up redoes it

@@ -124,6 +124,16 @@ def _sent(g: StateGraph, edge: tuple) -> dict | None:
     return new[0] if len(new) == 1 else None
 
 
+def _consumed(g: StateGraph, edge: tuple, mtype: str) -> tuple[dict, dict] | None:
+    """(the source state, the one message of type `mtype` the spec's Receive* step `edge`
+    takes out of flight); None when it takes none, several, or one of another type."""
+    s, _, d = edge
+    src = g.state(s)
+    before, after = _bag(src.get("msgs")), _bag(g.state(d).get("msgs"))
+    gone = [m for m in before if after.get(m, 0) < before[m]]
+    return (src, gone[0]) if len(gone) == 1 and gone[0]["type"] == mtype else None
+
+
 # Kafka 3.7's timers in the harness (kafka_harness/raft Replica.java): request 2000 ms, election
 # 1000 ms (+ back-off up to 1000 ms), fetch 2000 ms.
 _TIMER_FIRST = {
@@ -218,13 +228,10 @@ def kafka_discovers_and_appends(g: StateGraph, edge: tuple, res: Applied, diag: 
             res.label != "ReceiveFetchResponse" or \
             not set(diag.get("differing_variables") or ()) <= {"log", "highWatermark"}:
         return None
-    s, _, d = edge
-    src = g.state(s)
-    before, after = _bag(src.get("msgs")), _bag(g.state(d).get("msgs"))
-    gone = [m for m in before if after.get(m, 0) < before[m]]
-    if len(gone) != 1 or gone[0]["type"] != "FetchResponse":
+    found = _consumed(g, edge, "FetchResponse")
+    if found is None:
         return None
-    m = gone[0]
+    src, m = found
     i = m["dest"]
     if m["error"] != "NONE" or m["epoch"] != src["currentEpoch"][i] or \
             src["leaderId"][i] != "Nil" or m["leaderId"] in ("Nil", i) or not m["records"]:
@@ -248,14 +255,10 @@ def _vote_refusal(g: StateGraph, edge: tuple, res: Applied, diag: dict, labels: 
             not set(diag.get("differing_variables") or ()) <= \
             {"role", "votesGranted", "votesRejected"}:
         return None
-    s, _, d = edge
-    src = g.state(s)
-    before, after = _bag(src.get("msgs")), _bag(g.state(d).get("msgs"))
-    gone = [m for m in before if after.get(m, 0) < before[m]]
-    if len(gone) != 1 or gone[0]["type"] != "VoteResponse" or gone[0]["voteGranted"] or \
-            gone[0]["error"] != error:
+    found = _consumed(g, edge, "VoteResponse")
+    if found is None or found[1]["voteGranted"] or found[1]["error"] != error:
         return None
-    return src, gone[0]
+    return found
 
 
 def kafka_rejected_candidate_backs_off(g: StateGraph, edge: tuple, res: Applied, diag: dict
@@ -332,14 +335,10 @@ def kafka_fenced_begin_quorum_epoch_response_not_awaited(g: StateGraph, edge: tu
     if res.matched or g.actions[edge[1]] != "ReceiveBeginQuorumEpochResponse" or \
             res.label != "DropMessage" or res.state is None:
         return None
-    s, _, d = edge
-    src = g.state(s)
-    before, after = _bag(src.get("msgs")), _bag(g.state(d).get("msgs"))
-    gone = [m for m in before if after.get(m, 0) < before[m]]
-    if len(gone) != 1 or gone[0]["type"] != "BeginQuorumEpochResponse" or \
-            gone[0]["error"] != "FENCED_LEADER_EPOCH":
+    found = _consumed(g, edge, "BeginQuorumEpochResponse")
+    if found is None or found[1]["error"] != "FENCED_LEADER_EPOCH":
         return None
-    m = gone[0]
+    src, m = found
     i = m["dest"]
     if m["epoch"] <= src["currentEpoch"][i] or \
             res.state["currentEpoch"][i] != src["currentEpoch"][i] or \

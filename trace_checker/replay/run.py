@@ -97,9 +97,7 @@ def _refimpl_driver(impl: str, entry: ConfigEntry, g: StateGraph, bug: str | Non
     try:
         if protocol == "elr":
             from trace_checker.replay.elr import ElrDriver    # KIP-966's own events
-            fetch = cfg.bool("FetchTriggeredIsrExpand", False)
-            return ElrDriver(adapter, g.codec.variables, fetch_triggered=fetch), \
-                adapter, protocol
+            return ElrDriver(adapter, g.codec.variables), adapter, protocol
         return RefimplDriver(adapter, g.codec.variables), adapter, protocol
     except DriverError as e:
         raise ReplayError(str(e)) from None
