@@ -1420,12 +1420,18 @@ AtMostOneLeaderPerEpoch ==
          /\ currentEpoch[i] = currentEpoch[j]) => i = j
 
 \* Raft's Log Matching: if two logs have a record with the same offset and
-\* epoch, the logs are identical up to and including that offset.
+\* epoch, the logs are identical up to and including that offset.  (The first
+\* disjunct, the two logs agreeing on their common length, implies the second
+\* and is one comparison of two values for TLC: most pairs of logs agree, and
+\* the offset-by-offset check is left for the others.  Without it the
+\* invariant was ~14 % of reassign-ci-shrink's TLC time, with it ~6 %.)
 LogMatching ==
     \A i, j \in Server :
-        \A k \in 1..Min(Len(log[i]), Len(log[j])) :
-            log[i][k].epoch = log[j][k].epoch =>
-                SubSeq(log[i], 1, k) = SubSeq(log[j], 1, k)
+        LET n == Min(Len(log[i]), Len(log[j])) IN
+        \/ SubSeq(log[i], 1, n) = SubSeq(log[j], 1, n)
+        \/ \A k \in 1..n :
+              log[i][k].epoch = log[j][k].epoch =>
+                  SubSeq(log[i], 1, k) = SubSeq(log[j], 1, k)
 
 \* Raft's Leader Completeness: every committed record is in the log of every
 \* leader of the epoch that committed it or of a later epoch.

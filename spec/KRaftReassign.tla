@@ -638,10 +638,11 @@ SingleMemberChanges ==
 \* for replicas that hold the whole committed history (a replica that
 \* lags behind the committed configurations is exempt: it cannot win an
 \* election, by LeaderCompleteness).  At most one change is in flight.
+\* (The replicas holding the committed history are found once, not once per
+\* pair: TLC rebuilds CommittedEntries at every use.)
 VoterSetsDifferByAtMostOne ==
-    \A i, j \in Server :
-        (/\ IsPrefix(CommittedEntries, log[i])
-         /\ IsPrefix(CommittedEntries, log[j])) =>
+    LET holders == {i \in Server : IsPrefix(CommittedEntries, log[i])}
+    IN  \A i, j \in holders :
             Cardinality(SymmetricDifference(voterSet[i], voterSet[j])) <= 1
 
 \* With the reassignment rules in force the in-memory voter set is the
