@@ -20,7 +20,7 @@ setup-test:
 	bash scripts/setup-test.sh
 
 test: setup setup-test
-	.venv/bin/python -m pytest -n 4 --dist loadgroup --no-loadscope-reorder --durations=25 tests
+	.venv/bin/python -m pytest -n 3 --dist loadgroup --no-loadscope-reorder --durations=25 tests
 
 test-deep: setup
 	.venv/bin/python -m pytest -m deep tests

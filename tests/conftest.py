@@ -15,12 +15,11 @@ settings.register_profile("ci", deadline=None, max_examples=200, derandomize=Tru
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-# Under pytest-xdist (`make test`: -n 4 on two cores) the test processes may run TLC at once: one
+# Under pytest-xdist (`make test`: -n 3 on two cores) the test processes may run TLC at once: one
 # TLC worker each shares the cores best (TLC's single-threaded phases overlap; the same as
-# `kraftcheck tlc suite --jobs 2`).  Every pinned ci count holds with one worker.  The xdist
-# workers beyond two fill the time the others spend waiting on child processes (JVM start-up of
-# TLC, the Kafka harness and Spark, the standalone cluster's daemons, the harness's request and
-# answer turns): with two the cores were busy 173 % of the run, with three 179 % (2026-11-28).
+# `kraftcheck tlc suite --jobs 2`).  Every pinned ci count holds with one worker.  The third xdist
+# worker fills the time the others spend waiting on child processes (JVM start-up of TLC, the
+# Kafka harness and Spark): with two, the cores were busy 173 % of the run (2026-11-28).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("KRAFTCHECK_TLC_WORKERS", "1")
 
