@@ -19,7 +19,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 # TLC worker each shares the cores best (TLC's single-threaded phases overlap; the same as
 # `kraftcheck tlc suite --jobs 2`).  Every pinned ci count holds with one worker.  The third xdist
 # worker fills the time the others spend waiting on child processes (JVM start-up of TLC, the
-# Kafka harness and Spark): with two, the cores were busy 173 % of the run (2026-11-28).
+# Kafka harness and Spark): with two, the cores were busy 173 % of the run, with three 179 %
+# (2026-11-28).  A fourth made the run slower (2026-11-29: 36 % of the tests done after 21 min,
+# against 20 min 34 s for the whole run with three).
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("KRAFTCHECK_TLC_WORKERS", "1")
 
