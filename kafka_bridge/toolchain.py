@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraftcore.paths import REPO_ROOT
-from kraftcore.tlc.java import ToolchainError, find_java, java_major_version
+from kraftcore.tlc.java import (SHORT_RUN_JVM_OPTIONS, ToolchainError, find_java,
+                                java_major_version)
 
 __all__ = ["HarnessError", "HARNESS_DIR", "JARS", "JAR_ENV", "MIN_JAVA", "Harness",
            "find_harness", "run_harness"]
@@ -31,12 +32,11 @@ HARNESS_DIR = REPO_ROOT / "kafka_harness"
 JARS = {"raft": HARNESS_DIR / "raft" / "target" / "kafka-harness-raft.jar",
         "elr": HARNESS_DIR / "elr" / "target" / "kafka-harness-elr.jar"}
 JAR_ENV = {"raft": "KRAFTCHECK_KAFKA_RAFT_JAR", "elr": "KRAFTCHECK_KAFKA_ELR_JAR"}
-# The harness JVM's options: C1 only and the serial collector.  A harness run is seconds of
-# single-threaded work (one scheduler thread, PROTOCOL.md) dominated by class loading and
-# warm-up, where C2's compiler threads cost more than they win: 5 seeds x 300 steps 4.7 -> 2.0
-# CPU s, 60 seeds 13.6 -> 8.4 CPU s, the raw files byte-identical (2026-11-28).  JIT and
-# collector never change what the harness computes (its runs are deterministic per seed).
-JVM_OPTS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# The harness JVM's options: a short run's (C1 only, the serial collector).  A harness run is
+# seconds of single-threaded work (one scheduler thread, PROTOCOL.md) dominated by class loading
+# and warm-up, where C2's compiler threads cost more than they win: 5 seeds x 300 steps 4.7 ->
+# 2.0 CPU s, 60 seeds 13.6 -> 8.4 CPU s, the raw files byte-identical (2026-11-28).
+JVM_OPTS = SHORT_RUN_JVM_OPTIONS
 MIN_JAVA = 17            # the harness is compiled with --release 17 (kafka_harness/pom.xml)
 DEFAULT_TIMEOUT_S = 3600
 

@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from kraftcore.paths import work_dir
+from kraftcore.tlc.java import SHORT_RUN_JVM_OPTIONS
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
            "driver_network", "driver_log", "ship_code", "is_small_input",
@@ -145,7 +146,7 @@ def _stderr_to(path: Path) -> Iterator[None]:
 # Larger inputs keep the JVM's default tiered compilation: C2's code is what a 10M-event job
 # spends its time in.
 SMALL_INPUT_BYTES = 256 * 2**20
-QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+QUICK_JVM_OPTIONS = " ".join(SHORT_RUN_JVM_OPTIONS)
 
 
 def is_small_input(input_bytes: int | None) -> bool:

@@ -169,9 +169,6 @@ class Neighbourhood:
                                 meta={"mode": "neighbourhood", "config": base.name,
                                       "raised": dict(self.overrides)})
         self.chunk, self.workers, self.timeout, self.jobs = chunk, workers, timeout, jobs
-        # TLC compiles with C1 only: a neighbourhood run expands at most `chunk` states, well
-        # under the size where C2 pays (kraftcore/tlc/manifest.py SMALL_RUN_STATES)
-        self.jit = "c1"
         self.stats = RunStats()
         self.unexpandable: dict[int, str] = {}
         self._writable: dict[int, str | None] = {}     # state -> why it is unwritable
@@ -227,7 +224,10 @@ class Neighbourhood:
         entry = ConfigEntry(name=name, module=str(module), cfg=str(cfg), profile="ci",
                             expect="ok", description="trace checker neighbourhood",
                             kip="none", manifest="generated", workers=self.workers,
-                            timeout_seconds=int(self.timeout), jit=self.jit)
+                            timeout_seconds=int(self.timeout),
+                            # C1 only: a run expands at most `chunk` states, well under the
+                            # size where C2 pays (kraftcore/tlc/manifest.py SMALL_RUN_STATES)
+                            jit="c1")
         dump = folder / "graph.dot"
         self._say(f"{what}: TLC parsing")
 

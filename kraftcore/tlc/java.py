@@ -20,6 +20,15 @@ JAR_ENV = "KRAFTCHECK_TLA2TOOLS"
 JAVA_ENV = "KRAFTCHECK_JAVA"
 MIN_JAVA = 11
 
+# JIT and collector options of the project's JVMs (they change how fast a JVM runs, never what
+# it computes).  C1_ONLY: no C2 compilations, which cost more than they win in a run of seconds
+# (TLC on a small model, kraftcore/tlc/manifest.py SMALL_RUN_STATES).  SHORT_RUN_JVM_OPTIONS:
+# C1 only and the serial collector, for a JVM doing seconds of mostly single-threaded work --
+# the Kafka harness (kafka_bridge/toolchain.py) and Spark on a small input
+# (spark_trace_analysis/session.py).
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+SHORT_RUN_JVM_OPTIONS = (C1_ONLY, "-XX:+UseSerialGC")
+
 INSTALL_JAVA_HINT = (
     "Install a Java runtime (17 is tested): `make setup` does it on Debian/Ubuntu "
     "(apt-get install -y openjdk-17-jre-headless), or set KRAFTCHECK_JAVA to a java binary."

@@ -19,7 +19,7 @@ from kraftcore.locks import build_lock
 from kraftcore.paths import SPEC_DIR, work_dir
 from kraftcore.tlc import cache as result_cache
 from kraftcore.tlc.cfg import parse_cfg
-from kraftcore.tlc.java import toolchain
+from kraftcore.tlc.java import C1_ONLY, toolchain
 from kraftcore.tlc.manifest import ConfigEntry
 from kraftcore.tlc.tool_output import Step, TLCError, TLCOutcome, ToolOutputReader
 
@@ -210,7 +210,7 @@ def build_command(entry: ConfigEntry, run_dir: Path, workers: int | None = None,
     tmp.mkdir(exist_ok=True)
     heap = os.environ.get("KRAFTCHECK_TLC_HEAP", "4g")
     # C1 only for a small run (manifest.SMALL_RUN_STATES: C2's compilations cost more there)
-    jit = ["-XX:TieredStopAtLevel=1"] if entry.default_jit == "c1" else []
+    jit = [C1_ONLY] if entry.default_jit == "c1" else []
     cmd = [tc.java, "-XX:+UseParallelGC", *jit, f"-Xmx{heap}", f"-Djava.io.tmpdir={tmp}",
            "-cp", str(tc.jar), "tlc2.TLC", "-tool",
            "-workers", str(workers or workers_from_env() or entry.workers),
