@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-__all__ = ["GraphError", "GraphTables", "load_graph_tables", "parse_label"]
+__all__ = ["GraphError", "GraphTables", "load_graph_tables", "parse_label", "prepare_graph"]
 
 _NODE = r'^(-?\d+) \[label="((?:[^"\\]|\\.)*)"(,style = filled)?\];?\s*$'
 _EDGE = r'^(-?\d+) -> (-?\d+)(?: \[label="((?:[^"\\]|\\.)*)"[^\]]*\])?;?\s*$'
@@ -177,7 +177,7 @@ def _write_checker_tables(name: str, entry, d: Path) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _from_checker(spark: SparkSession, name: str) -> GraphTables:
+def _from_checker(name: str) -> GraphTables:
     try:
         from trace_checker.fullgraph import check_graph_config, graph_key, resolve_entry
     except ImportError as e:
@@ -209,14 +209,41 @@ def _display(path: str) -> str:
         return path
 
 
+# The cached tables' schemas (_write_checker_tables), so reading them needs no Spark job to
+# infer one from the files' footers.
+CACHED_STATES = "fp string, initial boolean, label string"
+CACHED_EDGES = "src_fp string, action string, dst_fp string"
+
+
+def prepare_graph(source: str) -> GraphTables | None:
+    """The part of loading `source` that needs no Spark: for a manifest config name, the
+    checker's cached tables (built once, `_write_checker_tables`) and what is known of them;
+    None for a dot file or an earlier run's folder (read by Spark in load_graph_tables).  The
+    stats job runs it while the Spark driver starts (jobs.run_stats)."""
+    p = Path(source)
+    if ((p.is_dir() and (p / "graph_states").is_dir() and (p / "graph_edges").is_dir())
+            or p.is_file()):
+        return None
+    if p.suffix == ".dot" or "/" in source:
+        raise GraphError(f"{source}: no such file")
+    return _from_checker(source)
+
+
 def load_graph_tables(spark: SparkSession, source: str, out: Path,
-                      bounds: str | None = None) -> GraphTables:
+                      bounds: str | None = None,
+                      prepared: GraphTables | None = None) -> GraphTables:
     """Load the graph from `source` and write out/graph_states, out/graph_edges and
     out/graph_meta.json.  `bounds`: the config the graph was explored under (--graph-bounds);
-    an error when the source records another one."""
+    an error when the source records another one.  `prepared`: prepare_graph(source), when
+    the caller ran it already."""
     from spark_trace_analysis.coverage import bounds_key
     p = Path(source)
-    if p.is_dir() and (p / "graph_states").is_dir() and (p / "graph_edges").is_dir():
+    if prepared is None:
+        prepared = prepare_graph(source)
+    if prepared is not None:
+        g = prepared
+        g_name = source
+    elif p.is_dir():
         s = spark.read.parquet(str(p / "graph_states"))
         first = s.select("label").first()
         meta = {}
@@ -228,14 +255,9 @@ def load_graph_tables(spark: SparkSession, source: str, out: Path,
         g = GraphTables(p.name, s, spark.read.parquet(str(p / "graph_edges")),
                         _protocol_of(first.label if first else None), meta.get("bounds"))
         g_name = g.name
-    elif p.is_file():
+    else:
         g = _from_dot(spark, p)
         g_name = g.name
-    elif p.suffix == ".dot" or "/" in source:
-        raise GraphError(f"{source}: no such file")
-    else:
-        g = _from_checker(spark, source)
-        g_name = source
     if bounds is not None:
         if g.bounds is not None and bounds_key(g.bounds) != bounds_key(bounds):
             raise GraphError(f"--graph-bounds {bounds}: the graph {source} was explored under "
@@ -252,6 +274,10 @@ def load_graph_tables(spark: SparkSession, source: str, out: Path,
     from kraftcore.output import write_atomic
     write_atomic(out / "graph_meta.json", json.dumps(
         {"name": g_name, "protocol": g.protocol, "bounds": g.bounds}, indent=2) + "\n")
-    return GraphTables(g_name, spark.read.parquet(str(out / "graph_states")),
-                       spark.read.parquet(str(out / "graph_edges")), g.protocol, g.bounds,
-                       g.actions)
+    if g.cached is not None:
+        states = spark.read.schema(CACHED_STATES).parquet(str(out / "graph_states"))
+        edges = spark.read.schema(CACHED_EDGES).parquet(str(out / "graph_edges"))
+    else:
+        states = spark.read.parquet(str(out / "graph_states"))
+        edges = spark.read.parquet(str(out / "graph_edges"))
+    return GraphTables(g_name, states, edges, g.protocol, g.bounds, g.actions)

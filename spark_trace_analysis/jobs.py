@@ -13,6 +13,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pyspark.sql import DataFrame
@@ -21,7 +22,7 @@ from pyspark.sql import functions as F
 from kraftcore.output import replace_folder, write_atomic
 from spark_trace_analysis import conformance, coverage, ingest, metrics, run_config, validate
 from spark_trace_analysis import reassign_metrics   # KIP-642 (issue 12)
-from spark_trace_analysis.graph import GraphError, load_graph_tables
+from spark_trace_analysis.graph import GraphError, load_graph_tables, prepare_graph
 from spark_trace_analysis.ingest import InputError
 from spark_trace_analysis.report import render_report
 from spark_trace_analysis.session import (driver_heap_bytes, get_session, is_small_input,
@@ -132,12 +133,17 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         raise InputError("--graph-bounds needs --graph")
     say("starting Spark")
     size = ingest.input_bytes(files)
-    spark = get_session(master, small_input=is_small_input(size))
+    # the graph's Python part (for a checker config: its cached tables, built once) runs
+    # while the driver JVM starts, which leaves this process waiting
+    with ThreadPoolExecutor(1) as pool:
+        prepared = pool.submit(prepare_graph, graph_src) if graph_src else None
+        spark = get_session(master, small_input=is_small_input(size))
+        prepared = prepared.result() if prepared is not None else None
     size_shuffles(spark, size)
     g = None
     if graph_src:
         say(f"loading the state graph {graph_src}")
-        g = load_graph_tables(spark, graph_src, tmp, graph_bounds)
+        g = load_graph_tables(spark, graph_src, tmp, graph_bounds, prepared=prepared)
     extra = {}
     if g is not None and g.protocol:
         extra[g.protocol] = (g.actions if g.actions is not None else
