@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftcore import jvm_cds
 from kraftcore.paths import REPO_ROOT
 from kraftcore.tlc.java import (SHORT_RUN_JVM_OPTIONS, ToolchainError, find_java,
                                 java_major_version)
@@ -53,7 +54,28 @@ class Harness:
     jar: Path
 
     def command(self, mode: str, *args: str) -> list[str]:
-        return [self.java, *jvm_options(), "-jar", str(self.jar), mode, *args]
+        return [self.java, *jvm_options(), *self.cds_flags(), "-jar", str(self.jar), mode,
+                *args]
+
+    def cds_flags(self) -> list[str]:
+        """The flags mapping the module's class-data archive (kraftcore/jvm_cds.py), trained
+        on first use by a short run of its own (CDS_TRAINING); none for a module without one
+        (the ELR harness: one long `serve` process per run) or when the training failed."""
+        train = CDS_TRAINING.get(self.module)
+        if train is None:
+            return []
+        archive = jvm_cds.archive_path(f"kafka-harness-{self.module}", self.java, [self.jar])
+        jvm_cds.ensure(archive, lambda flags, d: [self.java, *jvm_options(), *flags, "-jar",
+                                                  str(self.jar), *train, str(d / "out")])
+        return jvm_cds.use_flags(archive)
+
+
+# A harness module's CDS training run (its last argument, the output folder, is added): the
+# raft harness is started once per `simulate`, many times in a run of the suite; one seed
+# under chaos faults loads what a run loads (the client, the simulated network and stores,
+# the trace writer).
+CDS_TRAINING = {"raft": ("simulate", "--seeds", "1", "--faults", "chaos", "--steps", "300",
+                         "--out")}
 
 
 def jvm_options() -> list[str]:

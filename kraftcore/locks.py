@@ -27,3 +27,20 @@ def build_lock(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def try_lock(path: Path) -> Iterator[bool]:
+    """Take the same lock as build_lock without waiting: the block gets True when this process
+    holds it, False when another one does (the block then runs without it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)

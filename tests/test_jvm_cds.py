@@ -1,0 +1,142 @@
+"""Class-data sharing archives of the short JVM runs (kraftcore/jvm_cds.py): made once by a
+training run, renamed into place only when the training JVM exited by itself, used silently,
+never changing what a JVM computes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kraftcore import jvm_cds
+from kraftcore.locks import try_lock
+
+
+@pytest.fixture
+def cds_dir(tmp_path, monkeypatch) -> Path:
+    d = tmp_path / "cds"
+    monkeypatch.setenv(jvm_cds.DIR_ENV, str(d))
+    monkeypatch.delenv(jvm_cds.ENV, raising=False)
+    return d
+
+
+def test_tlc_archive_is_trained_once_and_maps(cds_dir, tlc_toolchain):
+    from kraftcore.tlc.java import tlc_cds_flags
+    tc = tlc_toolchain
+    flags = tlc_cds_flags(tc)
+    archive = jvm_cds.archive_path("tlc", tc.java, [tc.jar])
+    assert archive.parent == cds_dir and archive.is_file()
+    assert flags == [f"-XX:SharedArchiveFile={archive}", *jvm_cds.QUIET]
+    assert [p.name for p in cds_dir.iterdir() if p.suffix not in (".lock",)] == [archive.name]
+    made = archive.stat().st_mtime_ns
+    assert tlc_cds_flags(tc) == flags and archive.stat().st_mtime_ns == made   # not retrained
+    # -Xshare:on fails instead of running without the archive: the JVM maps it
+    p = subprocess.run([tc.java, "-Xshare:on", f"-XX:SharedArchiveFile={archive}", "-cp",
+                        str(tc.jar), "tlc2.TLC", "-help"], capture_output=True, text=True,
+                       timeout=300)
+    assert "TLC2 Version" in p.stdout, p.stdout + p.stderr
+
+
+def test_a_tlc_run_finds_the_same_with_and_without_the_archive(cds_dir, tlc_toolchain,
+                                                                monkeypatch, tmp_path):
+    from kraftcore.tlc.manifest import load_manifest
+    from kraftcore.tlc.runner import run_config
+    monkeypatch.setenv("KRAFTCHECK_WORK", str(tmp_path / "work"))
+    monkeypatch.setenv("KRAFTCHECK_TLC_CACHE", "0")
+    entry = {e.name: e for e in load_manifest()}["elr-bug-skip-rule-1"]
+    results = {}
+    for on in ("1", "0"):
+        monkeypatch.setenv(jvm_cds.ENV, on)
+        r = run_config(entry, cache=False)
+        results[on] = (r.as_expected, r.status, r.violated, r.distinct_states,
+                       r.generated_states, [s.state for s in r.counterexample], r.command)
+    assert results["1"] == results["0"] and results["1"][:3] == (True, "violation",
+                                                                 entry.expect)
+    # the archive's flags are not part of the command a result reports (the cache's key)
+    assert not any("SharedArchiveFile" in a for a in results["1"][-1])
+    assert any(cds_dir.glob("tlc-*.jsa"))
+
+
+def test_a_failed_training_is_remembered_and_never_used(cds_dir):
+    archive = cds_dir / "x-1.jsa"
+    calls = []
+
+    def train(flags, d):
+        calls.append(flags)
+        return [sys.executable, "-c", "import sys; sys.exit(3)"]
+    assert jvm_cds.ensure(archive, train) is False
+    assert not archive.exists() and archive.with_suffix(".failed").is_file()
+    assert "exit status 3" in archive.with_suffix(".failed").read_text()
+    assert jvm_cds.ensure(archive, train) is False and len(calls) == 1   # not tried again
+    assert jvm_cds.use_flags(archive) == []
+    assert not list(cds_dir.glob(".*part"))
+
+
+def test_a_training_stopped_by_a_signal_leaves_nothing_and_is_tried_again(cds_dir):
+    archive = cds_dir / "x-2.jsa"
+
+    def train(flags, d):
+        part = flags[0].split("=", 1)[1]
+        # writes a partial archive, then dies by SIGKILL
+        return [sys.executable, "-c", f"import os, signal; open({part!r}, 'wb').write(b'x'); "
+                "os.kill(os.getpid(), signal.SIGKILL)"]
+    assert jvm_cds.ensure(archive, train) is False
+    assert not archive.exists() and not archive.with_suffix(".failed").exists()
+    assert not list(cds_dir.glob(".*part"))
+
+    def good(flags, d):
+        part = flags[0].split("=", 1)[1]
+        return [sys.executable, "-c", f"open({part!r}, 'wb').write(b'archive')"]
+    assert jvm_cds.ensure(archive, good) is True and archive.read_bytes() == b"archive"
+    assert jvm_cds.use_flags(archive)[0] == f"-XX:SharedArchiveFile={archive}"
+
+
+def test_a_process_finding_another_training_goes_without(cds_dir):
+    archive = cds_dir / "x-3.jsa"
+    cds_dir.mkdir(parents=True)
+    with try_lock(archive.with_suffix(".lock")) as got:
+        assert got
+        r = subprocess.run(
+            [sys.executable, "-c",
+             "import sys; from pathlib import Path; from kraftcore import jvm_cds; "
+             f"print(jvm_cds.ensure(Path({str(archive)!r}), lambda f, d: 1/0))"],
+            capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "False", r.stderr
+    assert not archive.exists() and not archive.with_suffix(".failed").exists()
+
+
+def test_off_means_no_training_and_no_flags(cds_dir, monkeypatch):
+    archive = cds_dir / "x-4.jsa"
+    cds_dir.mkdir(parents=True)
+    archive.write_bytes(b"archive")
+    monkeypatch.setenv(jvm_cds.ENV, "0")
+    assert jvm_cds.use_flags(archive) == []
+    assert jvm_cds.ensure(cds_dir / "x-5.jsa", lambda f, d: 1 / 0) is False
+
+
+def test_an_unwritable_cache_folder_means_no_archive(tmp_path, monkeypatch):
+    f = tmp_path / "file"
+    f.write_text("")
+    monkeypatch.setenv(jvm_cds.DIR_ENV, str(f / "cds"))     # under a file: cannot be made
+    archive = jvm_cds.archive_path("tlc", sys.executable, [])
+    assert jvm_cds.ensure(archive, lambda fl, d: [sys.executable, "-c", "pass"]) is False
+    assert jvm_cds.use_flags(archive) == []
+
+
+def test_the_kafka_harness_writes_the_same_traces_with_and_without_the_archive(
+        cds_dir, monkeypatch, tmp_path):
+    from kafka_bridge.toolchain import find_harness, run_harness
+    h = find_harness("raft")
+    outs = {}
+    for on in ("1", "0"):
+        monkeypatch.setenv(jvm_cds.ENV, on)
+        cmd = h.command("version")
+        assert (f"-XX:SharedArchiveFile=" in " ".join(cmd)) == (on == "1")
+        out = tmp_path / f"out-{on}"
+        run_harness(h, "simulate", ["--seeds", "1,2", "--faults", "chaos", "--steps", "200",
+                                    "--out", str(out)])
+        outs[on] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
+    assert outs["1"] == outs["0"] and len(outs["1"]) >= 2
+    assert any(cds_dir.glob("kafka-harness-raft-*.jsa"))
