@@ -32,6 +32,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from kraftcore.paths import work_dir
+from spark_trace_analysis.cds import driver_flags
 from kraftcore.tlc.java import SHORT_RUN_JVM_OPTIONS
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
@@ -176,6 +177,9 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         active.stop()
     local_dir = work_dir() / "spark"
     local_dir.mkdir(parents=True, exist_ok=True)
+    # the driver JVM maps its class-data archive (spark_trace_analysis/cds.py); not under
+    # spark-submit, whose driver JVM is running already
+    cds_options = "".join(f" {f}" for f in driver_flags()) if given is None else ""
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -195,7 +199,8 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         "spark.sql.optimizer.plannedWrite.enabled": "false",
         "spark.sql.maxConcurrentOutputFileWriters": "4",
         "spark.driver.extraJavaOptions": f"-Djava.io.tmpdir={local_dir}"
-                                         + (f" {QUICK_JVM_OPTIONS}" if small_input else ""),
+                                         + (f" {QUICK_JVM_OPTIONS}" if small_input else "")
+                                         + cds_options,
     }
     if small_input:
         conf["spark.executor.extraJavaOptions"] = QUICK_JVM_OPTIONS

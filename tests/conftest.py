@@ -25,6 +25,12 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("KRAFTCHECK_TLC_WORKERS", "1")
 
+# The Spark driver's class-data archive (spark_trace_analysis/cds.py) is mapped when it exists
+# but never trained by the tests: on a fresh machine its minute of CPU is more than the few
+# driver JVMs the suite starts after it would save.  (TLC's and the harness's archives, a
+# second or two each to train, are: tests/test_jvm_cds.py.)
+os.environ.setdefault("KRAFTCHECK_SPARK_CDS_TRAIN", "0")
+
 
 @pytest.fixture(scope="session")
 def tlc_toolchain():

@@ -4,6 +4,7 @@ never changing what a JVM computes."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,61 @@ def test_the_kafka_harness_writes_the_same_traces_with_and_without_the_archive(
         outs[on] = {p.name: p.read_bytes() for p in sorted(out.iterdir())}
     assert outs["1"] == outs["0"] and len(outs["1"]) >= 2
     assert any(cds_dir.glob("kafka-harness-raft-*.jsa"))
+
+
+# ------------------------------------------------------------------ the Spark driver's archive
+
+def test_the_spark_driver_maps_its_archive_or_starts_its_training(cds_dir, monkeypatch):
+    from spark_trace_analysis import cds
+    started = []
+    monkeypatch.setattr(cds, "start_training", lambda: started.append(1))
+    monkeypatch.delenv(cds.TRAINING_ENV, raising=False)
+    monkeypatch.setenv(cds.AUTO_TRAIN_ENV, "1")
+    a = cds.archive()
+    assert a.parent == cds_dir and a.name.startswith("spark-driver-")
+    assert cds.driver_flags() == [] and started == [1]           # none yet: trained aside
+    monkeypatch.setenv(cds.AUTO_TRAIN_ENV, "0")
+    assert cds.driver_flags() == [] and started == [1]           # the tests never train
+    cds_dir.mkdir(parents=True, exist_ok=True)
+    a.write_bytes(b"archive")
+    assert cds.driver_flags() == [f"-XX:SharedArchiveFile={a}", *jvm_cds.QUIET]
+    monkeypatch.setenv(jvm_cds.ENV, "0")
+    assert cds.driver_flags() == []
+    monkeypatch.setenv(jvm_cds.ENV, "1")
+    # the training's own job: its options only, no archive mapped, no training started
+    monkeypatch.setenv(cds.TRAINING_ENV, "1")
+    monkeypatch.setenv(cds.TRAIN_OPTIONS_ENV, "-XX:ArchiveClassesAtExit=/x/y.jsa -Xlog:cds=off")
+    assert cds.driver_flags() == ["-XX:ArchiveClassesAtExit=/x/y.jsa", "-Xlog:cds=off"]
+    assert started == [1]
+    # a failed training is not started again
+    monkeypatch.delenv(cds.TRAINING_ENV)
+    monkeypatch.setenv(cds.AUTO_TRAIN_ENV, "1")
+    a.unlink()
+    a.with_suffix(".failed").write_text("exit status 1\n")
+    assert cds.driver_flags() == [] and started == [1]
+
+
+@pytest.mark.deep
+def test_the_spark_training_makes_an_archive_the_stats_job_maps(cds_dir, tmp_path):
+    """The real training (a minute of CPU: deep), then a stats run on the fixture corpus with
+    the archive mapped gives the summary of a run without it."""
+    import json
+    env = {**os.environ, jvm_cds.DIR_ENV: str(cds_dir), "KRAFTCHECK_WORK": str(tmp_path / "w")}
+    p = subprocess.run([sys.executable, "-m", "spark_trace_analysis.cds", "train"], env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0 and "made" in p.stdout, p.stdout + p.stderr
+    [archive] = cds_dir.glob("spark-driver-*.jsa")
+    fix = Path(__file__).parent / "fixtures" / "spark"
+    outs = {}
+    for on in ("1", "0"):
+        code = ("import json, sys; from spark_trace_analysis.jobs import run_stats; "
+                f"s = run_stats([{str(fix / 'corpus')!r}], {str(tmp_path / on)!r}); "
+                "print(json.dumps(s['traces']))")
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=900, env={**env, jvm_cds.ENV: on,
+                                             "KRAFTCHECK_SPARK_CDS_TRAIN": "0"})
+        assert r.returncode == 0, r.stderr[-2000:]
+        outs[on] = json.loads((tmp_path / on / "summary.json").read_text())
+        for k in ("seconds", "out", "report"):
+            outs[on].pop(k, None)
+    assert outs["1"] == outs["0"]
