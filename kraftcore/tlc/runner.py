@@ -375,9 +375,10 @@ def _run_tlc(cmd: list[str], run_dir: Path, log_path: Path, reader: ToolOutputRe
         # the class-data archive's flags go to the process only: `cmd` (the result cache's
         # key, the command a result reports) is the same with or without them
         java, *rest = cmd
+        cds = tlc_cds_flags(toolchain())      # trained here the first time (1-2 s)
         try:
             with _signals_held():
-                proc = subprocess.Popen([java, *tlc_cds_flags(toolchain()), *rest],
+                proc = subprocess.Popen([java, *cds, *rest],
                                         cwd=run_dir / "model", stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, bufsize=1,
                                         errors="backslashreplace", start_new_session=True)
