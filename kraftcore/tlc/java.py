@@ -72,6 +72,23 @@ def find_jar() -> Path:
 
 
 def java_major_version(java: str) -> int:
+    """The major version `java -version` reports; asked once per binary (its resolved path,
+    size and mtime: a replaced binary is asked again), since every Kafka harness run and TLC
+    toolchain lookup needs it and each asking starts a JVM."""
+    try:
+        p = Path(shutil.which(java) or java).resolve()
+        st = p.stat()
+    except OSError:
+        return _java_major_version(java)
+    return _java_major_version_of(java, str(p), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=64)
+def _java_major_version_of(java: str, _path: str, _size: int, _mtime_ns: int) -> int:
+    return _java_major_version(java)
+
+
+def _java_major_version(java: str) -> int:
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
