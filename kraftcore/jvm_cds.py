@@ -8,14 +8,15 @@ them instead.  Measured on this project's runs (2026-11-29, idle 2-core machine)
   * a Kafka raft harness `simulate` of one seed: 1.4 -> 0.7 CPU s.
 Nothing a JVM computes depends on it: the same classes, from the same jars, only read faster.
 
-Each archive is made once per machine and user (in $KRAFTCHECK_CDS_DIR, default
-$XDG_CACHE_HOME/kraftcheck/jvm-cds, i.e. ~/.cache/kraftcheck/jvm-cds: not the work folder, which
-tests and users point at scratch folders, since an archive depends on the JDK and the jars
-only) by a training run of its own (`ensure`): the JVM writes the archive at its exit under a temporary name, and
-only a training run that exited by itself (not by a signal) with an archive is renamed into
-place, so no run ever maps a half-written archive.  A process that finds another one training
-(the lock is taken) does not wait: its JVM runs without the archive.  A failed training is
-remembered (a `.failed` marker under the same key): it is not tried again for that key.
+Each archive is made once per machine and user, in $KRAFTCHECK_CDS_DIR (default
+$XDG_CACHE_HOME/kraftcheck/jvm-cds, i.e. ~/.cache/kraftcheck/jvm-cds; not the work folder,
+which tests and users point at scratch folders, since an archive depends on the JDK and the
+jars only), by a training run of its own (`ensure`): the JVM writes the archive at its exit
+under a temporary name, and only a training run that exited by itself (not by a signal) with an
+archive is renamed into place, so no run ever maps a half-written archive.  A process that
+finds another one training (the lock is taken) does not wait: its JVM runs without the archive.
+A failed training is remembered (a `.failed` marker under the same key): it is not tried again
+for that key.
 
 The archive's name holds a key of the java binary (its resolved path, size and mtime) and of
 the jars (path, size, mtime): another JDK or a rebuilt jar gets an archive of its own.  The

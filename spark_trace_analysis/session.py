@@ -32,8 +32,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from kraftcore.paths import work_dir
-from spark_trace_analysis.cds import driver_flags
 from kraftcore.tlc.java import SHORT_RUN_JVM_OPTIONS
+from spark_trace_analysis.cds import driver_flags
 
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
            "driver_network", "driver_log", "ship_code", "is_small_input",

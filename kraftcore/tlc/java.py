@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from kraftcore import jvm_cds
+
 JAR_ENV = "KRAFTCHECK_TLA2TOOLS"
 JAVA_ENV = "KRAFTCHECK_JAVA"
 MIN_JAVA = 11
@@ -175,7 +177,6 @@ def _train_tlc(tc: Toolchain, flags: list[str], d: Path) -> list[str]:
 def tlc_cds_flags(tc: Toolchain) -> list[str]:
     """The flags that make a TLC JVM of `tc` map its class-data archive (trained on first
     use, kraftcore/jvm_cds.py); none when CDS is off or the training failed."""
-    from kraftcore import jvm_cds
     archive = jvm_cds.archive_path("tlc", tc.java, [tc.jar])
     jvm_cds.ensure(archive, lambda flags, d: _train_tlc(tc, flags, d))
     return jvm_cds.use_flags(archive)
