@@ -16,7 +16,9 @@ under a temporary name, and only a training run that exited by itself (not by a 
 archive is renamed into place, so no run ever maps a half-written archive.  A process that
 finds another one training (the lock is taken) does not wait: its JVM runs without the archive.
 A failed training is remembered (a `.failed` marker under the same key): it is not tried again
-for that key.
+for that key.  Each training removes the files of other keys of its kind not touched for
+PRUNE_DAYS (archives of a JDK or jar since replaced, keys of the scratch java wrappers tests
+make), so the folder does not grow without end.
 
 The archive's name holds a key of the java binary (its resolved path, size and mtime) and of
 the jars (path, size, mtime): another JDK or a rebuilt jar gets an archive of its own.  The
@@ -47,6 +49,7 @@ DIR_ENV = "KRAFTCHECK_CDS_DIR"
 # a JVM that cannot use the archive (another build, another class path) runs without it, silently
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 TRAIN_TIMEOUT_S = 120
+PRUNE_DAYS = 7
 
 
 def enabled() -> bool:
@@ -128,4 +131,20 @@ def _ensure(archive: Path, train: Callable[[list[str], Path], list[str]]) -> boo
                 part.unlink(missing_ok=True)
                 if not signalled:       # interrupted (Ctrl-C): the next run tries again
                     failed.write_text(f"{' '.join(cmd)}\n{why}\n", encoding="utf-8")
+        _prune(archive)
         return ok
+
+
+def _prune(archive: Path) -> None:
+    """Remove the files of the other keys of `archive`'s kind untouched for PRUNE_DAYS."""
+    import time
+    kind = archive.stem.rsplit("-", 1)[0]
+    cutoff = time.time() - PRUNE_DAYS * 86400
+    for f in archive.parent.glob(f"{kind}-*"):
+        if f.stem == archive.stem or f.stem.rsplit("-", 1)[0] != kind:
+            continue
+        try:
+            if f.stat().st_mtime < cutoff:
+                f.unlink()
+        except OSError:
+            pass

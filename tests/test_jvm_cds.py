@@ -199,3 +199,24 @@ def test_the_spark_training_makes_an_archive_the_stats_job_maps(cds_dir, tmp_pat
         for k in ("seconds", "out", "report"):
             outs[on].pop(k, None)
     assert outs["1"] == outs["0"]
+
+
+def test_a_training_prunes_old_files_of_other_keys_of_its_kind(cds_dir):
+    import time
+    cds_dir.mkdir(parents=True)
+    old = time.time() - (jvm_cds.PRUNE_DAYS + 1) * 86400
+    stale = [cds_dir / "x-old1.jsa", cds_dir / "x-old1.lock", cds_dir / "x-old2.failed"]
+    kept = [cds_dir / "x-new.jsa", cds_dir / "y-z-old.jsa", cds_dir / "x-y-old.jsa"]
+    for f in stale + kept:
+        f.write_bytes(b"a")
+    for f in stale + kept[1:]:
+        os.utime(f, (old, old))
+    archive = cds_dir / "x-k.jsa"
+
+    def good(flags, d):
+        part = flags[0].split("=", 1)[1]
+        return [sys.executable, "-c", f"open({part!r}, 'wb').write(b'archive')"]
+    assert jvm_cds.ensure(archive, good)
+    assert [f for f in stale if f.exists()] == []
+    # recent files of its kind and old files of other kinds stay
+    assert all(f.exists() for f in kept) and archive.is_file()
