@@ -70,28 +70,33 @@ def _stat_key(p: Path) -> str:
     return f"{r}\0{st.st_size}\0{st.st_mtime_ns}\0"
 
 
-def archive_path(name: str, java: str, jars: Sequence[Path]) -> Path:
-    """Where the archive of JVM kind `name` (e.g. "tlc") for this java and these jars lives."""
-    h = hashlib.sha256(name.encode() + b"\0")
-    h.update(_stat_key(Path(shutil.which(java) or java)).encode())
-    for j in jars:
-        h.update(_stat_key(Path(j)).encode())
-    return archive_dir() / f"{name}-{h.hexdigest()[:20]}.jsa"
+def archive_path(name: str, java: str, jars: Sequence[Path]) -> Path | None:
+    """Where the archive of JVM kind `name` (e.g. "tlc") for this java and these jars lives;
+    None when there is no such place (a java or jar that does not exist, no home folder): the
+    JVM then runs without an archive, and fails, if it does, with its own message."""
+    try:
+        h = hashlib.sha256(name.encode() + b"\0")
+        h.update(_stat_key(Path(shutil.which(java) or java)).encode())
+        for j in jars:
+            h.update(_stat_key(Path(j)).encode())
+        return archive_dir() / f"{name}-{h.hexdigest()[:20]}.jsa"
+    except (OSError, RuntimeError):     # RuntimeError: Path.home() without a home
+        return None
 
 
-def use_flags(archive: Path) -> list[str]:
+def use_flags(archive: Path | None) -> list[str]:
     """The flags that map `archive`, or none while it does not exist (or CDS is off)."""
-    if not enabled() or not archive.is_file():
+    if not enabled() or archive is None or not archive.is_file():
         return []
     return [f"-XX:SharedArchiveFile={archive}", *QUIET]
 
 
-def ensure(archive: Path, train: Callable[[list[str], Path], list[str]]) -> bool:
+def ensure(archive: Path | None, train: Callable[[list[str], Path], list[str]]) -> bool:
     """Make `archive` unless it exists: `train(flags, scratch)` returns a command (a JVM run of
     the same java and jars, with `flags` right after the java binary) to run in the empty
     folder `scratch`.  True when the archive exists afterwards.  Never raises for a training
     that fails: the JVMs then run without an archive."""
-    if not enabled():
+    if not enabled() or archive is None:
         return False
     try:
         return _ensure(archive, train)

@@ -49,7 +49,7 @@ def _java() -> str:
     return shutil.which("java") or "java"
 
 
-def archive() -> Path:
+def archive() -> Path | None:
     import pyspark
     jars = sorted(Path(pyspark.__file__).parent.joinpath("jars").glob("*.jar"))
     return jvm_cds.archive_path("spark-driver", _java(), jars)
@@ -63,6 +63,8 @@ def driver_flags() -> list[str]:
     if not jvm_cds.enabled():
         return []
     a = archive()
+    if a is None:               # no java to key it by, or no home folder: none
+        return []
     flags = jvm_cds.use_flags(a)
     if (not flags and os.environ.get(AUTO_TRAIN_ENV, "1") != "0"
             and not a.with_suffix(".failed").exists()):
@@ -73,8 +75,10 @@ def driver_flags() -> list[str]:
 def start_training() -> None:
     """Start `python -m spark_trace_analysis.cds train` detached and niced; never waits and
     never fails (no archive is only slower)."""
+    a = archive()
+    if a is None:
+        return
     try:
-        a = archive()
         a.parent.mkdir(parents=True, exist_ok=True)
         log = open(a.with_suffix(".log"), "ab")
     except OSError:
@@ -92,6 +96,9 @@ def start_training() -> None:
 
 def _train() -> int:
     a = archive()
+    if a is None:
+        print("spark driver CDS archive: no java or no cache folder to key it by", flush=True)
+        return 1
     ok = jvm_cds.ensure(a, lambda flags, d: [sys.executable, "-m", "spark_trace_analysis.cds",
                                              "job", str(d), *flags])
     print(f"spark driver CDS archive {a}: {'made' if ok else 'not made'}", flush=True)
