@@ -1,12 +1,16 @@
-"""Class-data sharing (CDS) archives for the project's short JVM runs: TLC and the Kafka harness.
+"""Class-data sharing (CDS) archives for the project's short JVM runs: the Kafka raft harness
+and the Spark driver (spark_trace_analysis/cds.py).
 
 A JVM that runs for a second or two spends a good part of it loading, parsing and verifying
 the same classes from the same jar every time.  A dynamic CDS archive (JDK 13+) holds those
 classes as the JVM mapped them once; a JVM started with `-XX:SharedArchiveFile=ARCHIVE` maps
-them instead.  Measured on this project's runs (2026-11-29, idle 2-core machine):
-  * a small TLC run (elr-bug-skip-rule-1): 1.3 -> 1.0 CPU s;
-  * a Kafka raft harness `simulate` of one seed: 1.4 -> 0.7 CPU s.
-Nothing a JVM computes depends on it: the same classes, from the same jars, only read faster.
+them instead.  Measured on this project's runs (2026-11-29, idle 2-core machine): a Kafka raft
+harness `simulate` of one seed 1.4 -> 0.7 CPU s (the trace bytes the same).
+
+TLC has none, though a small TLC run went 1.3 -> 1.0 CPU s with one: with an archive,
+`elr-ci-liveness-rf2` (liveness, 16,374 states) did not finish in 150 s where it takes 44.9 s
+without (the same machine, one after the other; in an earlier test run it had been normal),
+about 48 states a second in the test run that showed it.  Not understood; not used for TLC.
 
 Each archive is made once per machine and user, in $KRAFTCHECK_CDS_DIR (default
 $XDG_CACHE_HOME/kraftcheck/jvm-cds, i.e. ~/.cache/kraftcheck/jvm-cds; not the work folder,
@@ -24,7 +28,7 @@ The archive's name holds a key of the java binary (its resolved path, size and m
 the jars (path, size, mtime): another JDK or a rebuilt jar gets an archive of its own.  The
 JVM checks the archive itself too (its own build, the class path) and ignores one that does not
 match; the flags `-Xlog:cds=off -Xlog:cds+dynamic=off` keep it from saying so on stdout,
-where TLC's and the harness's output is read.
+where the harness's output is read.
 
 KRAFTCHECK_JVM_CDS=0 turns the archives off (no training, no flags).
 """

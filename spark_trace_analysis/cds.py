@@ -106,28 +106,55 @@ def _train() -> int:
 
 
 def _job(scratch: Path, options: list[str]) -> int:
-    """The training workload: a stats job on one short refimpl trace, in a driver JVM started
-    with `options`; returns once that JVM has exited (and written the archive)."""
+    """The training workload: a stats job on two short refimpl traces, in a driver JVM started
+    with `options`; returns once that JVM has exited (and written the archive).  Whatever goes
+    wrong (the job fails, the JVM exits otherwise than by its stdin closing), the JVM's exit is
+    still waited for and the archive it wrote removed, so jvm_cds.ensure never renames a
+    half-written one into place: 0 only when the job and the JVM's exit were both clean."""
     os.environ[TRAINING_ENV] = "1"
     os.environ[TRAIN_OPTIONS_ENV] = " ".join(options)
     os.environ.setdefault("KRAFTCHECK_WORK", str(scratch / "work"))
-    from refimpl.sim.corpus import simulate_corpus
-    from spark_trace_analysis.jobs import run_stats
-    corpus = scratch / "corpus"
-    simulate_corpus(protocol="kraft", seeds=[1, 2], faults="chaos", steps=60, out=corpus)
-    run_stats([str(corpus)], scratch / "stats")
+    part = next((o.split("=", 1)[1] for o in options
+                 if o.startswith("-XX:ArchiveClassesAtExit=")), None)
+    done = False
+    rc = None
+    try:
+        from refimpl.sim.corpus import simulate_corpus
+        from spark_trace_analysis.jobs import run_stats
+        corpus = scratch / "corpus"
+        simulate_corpus(protocol="kraft", seeds=[1, 2], faults="chaos", steps=60, out=corpus)
+        run_stats([str(corpus)], scratch / "stats")
+        done = True
+    finally:
+        rc = _stop_driver_jvm()
+        if not (done and rc == 0) and part:
+            Path(part).unlink(missing_ok=True)
+    return 0 if done and rc == 0 else 1
+
+
+def _stop_driver_jvm() -> int | None:
+    """Stop the session and its driver JVM (it exits when its stdin closes, writing the
+    archive then); its exit status, or None when there was none or it had to be killed."""
     from pyspark import SparkContext
 
     from spark_trace_analysis.session import stop_session
-    stop_session()
+    try:
+        stop_session()
+    except Exception:       # a broken session: the JVM is stopped below all the same
+        pass
     gw = SparkContext._gateway
     proc = getattr(gw, "proc", None)
     if gw is not None:
         gw.shutdown()
-    if proc is not None:
-        proc.stdin.close()          # the driver JVM exits when its stdin closes
-        proc.wait(timeout=jvm_cds.TRAIN_TIMEOUT_S)
-    return 0
+    if proc is None:
+        return None
+    proc.stdin.close()
+    try:
+        return proc.wait(timeout=jvm_cds.TRAIN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
 
 
 def main(argv: list[str]) -> int:

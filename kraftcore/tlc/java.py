@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from kraftcore import jvm_cds
-
 JAR_ENV = "KRAFTCHECK_TLA2TOOLS"
 JAVA_ENV = "KRAFTCHECK_JAVA"
 MIN_JAVA = 11
@@ -132,51 +130,3 @@ def _toolchain_cached(jar_env: str | None, java_env: str | None) -> Toolchain:
 def toolchain() -> Toolchain:
     """The Java and TLC to use; raises ToolchainError with a fix when either is unusable."""
     return _toolchain_cached(os.environ.get(JAR_ENV), os.environ.get(JAVA_ENV))
-
-
-# ------------------------------------------------------------------ class-data sharing
-# TLC's CDS archive (kraftcore/jvm_cds.py) is trained on this model: it loads the classes a
-# run of the project's specs loads (SANY on modules extending the standard ones, the model
-# checker with records, functions, sequences and sets, an invariant, fairness and a temporal
-# property checked by the liveness checker and violated, so the counterexample printer too).
-CDS_TRAIN_MODULE = """---- MODULE CdsTrain ----
-EXTENDS Naturals, Integers, Sequences, FiniteSets, TLC
-CONSTANTS Nodes
-VARIABLES state, log
-vars == <<state, log>>
-Init == /\\ state = [n \\in Nodes |-> [term |-> 0, role |-> "follower"]]
-        /\\ log = <<>>
-Step(n) == /\\ state[n].term < 2
-           /\\ state' = [state EXCEPT ![n].term = @ + 1, ![n].role = "candidate"]
-           /\\ log' = Append(log, n)
-Reset == /\\ Len(log) > 2
-         /\\ log' = SubSeq(log, 1, 1)
-         /\\ UNCHANGED state
-Next == \\/ \\E n \\in Nodes : Step(n)
-        \\/ Reset
-Spec == Init /\\ [][Next]_vars /\\ WF_vars(Next)
-TypeOK == /\\ \\A n \\in DOMAIN state : state[n].term \\in 0..2
-          /\\ Cardinality({i \\in 1..Len(log) : log[i] \\in Nodes}) <= Len(log)
-Grows == <>[](Len(log) > 5)
-====
-"""
-CDS_TRAIN_CFG = "CONSTANTS Nodes = {n1, n2}\nSPECIFICATION Spec\nINVARIANT TypeOK\n" \
-                "PROPERTY Grows\nSYMMETRY Perms\n"
-CDS_TRAIN_MC = "---- MODULE MCCdsTrain ----\nEXTENDS CdsTrain\nPerms == Permutations(Nodes)\n====\n"
-
-
-def _train_tlc(tc: Toolchain, flags: list[str], d: Path) -> list[str]:
-    (d / "CdsTrain.tla").write_text(CDS_TRAIN_MODULE, encoding="utf-8")
-    (d / "MCCdsTrain.tla").write_text(CDS_TRAIN_MC, encoding="utf-8")
-    (d / "MCCdsTrain.cfg").write_text(CDS_TRAIN_CFG, encoding="utf-8")
-    return [tc.java, *flags, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={d}", "-cp", str(tc.jar),
-            "tlc2.TLC", "-tool", "-workers", "1", "-config", "MCCdsTrain.cfg",
-            "-metadir", str(d / "meta"), "MCCdsTrain.tla"]
-
-
-def tlc_cds_flags(tc: Toolchain) -> list[str]:
-    """The flags that make a TLC JVM of `tc` map its class-data archive (trained on first
-    use, kraftcore/jvm_cds.py); none when CDS is off or the training failed."""
-    archive = jvm_cds.archive_path("tlc", tc.java, [tc.jar])
-    jvm_cds.ensure(archive, lambda flags, d: _train_tlc(tc, flags, d))
-    return jvm_cds.use_flags(archive)

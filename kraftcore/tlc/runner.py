@@ -19,7 +19,7 @@ from kraftcore.locks import build_lock
 from kraftcore.paths import SPEC_DIR, work_dir
 from kraftcore.tlc import cache as result_cache
 from kraftcore.tlc.cfg import parse_cfg
-from kraftcore.tlc.java import C1_ONLY, tlc_cds_flags, toolchain
+from kraftcore.tlc.java import C1_ONLY, toolchain
 from kraftcore.tlc.manifest import ConfigEntry
 from kraftcore.tlc.tool_output import Step, TLCError, TLCOutcome, ToolOutputReader
 
@@ -372,14 +372,9 @@ def _run_tlc(cmd: list[str], run_dir: Path, log_path: Path, reader: ToolOutputRe
             killed.set()
             _kill_group(proc)
 
-        # the class-data archive's flags go to the process only: `cmd` (the result cache's
-        # key, the command a result reports) is the same with or without them
-        java, *rest = cmd
-        cds = tlc_cds_flags(toolchain())      # trained here the first time (1-2 s)
         try:
             with _signals_held():
-                proc = subprocess.Popen([java, *cds, *rest],
-                                        cwd=run_dir / "model", stdout=subprocess.PIPE,
+                proc = subprocess.Popen(cmd, cwd=run_dir / "model", stdout=subprocess.PIPE,
                                         stderr=subprocess.STDOUT, text=True, bufsize=1,
                                         errors="backslashreplace", start_new_session=True)
             timer = threading.Timer(limit, _kill)
