@@ -40,6 +40,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -146,7 +147,6 @@ def _ensure(archive: Path, train: Callable[[list[str], Path], list[str]]) -> boo
 
 def _prune(archive: Path) -> None:
     """Remove the files of the other keys of `archive`'s kind untouched for PRUNE_DAYS."""
-    import time
     kind = archive.stem.rsplit("-", 1)[0]
     cutoff = time.time() - PRUNE_DAYS * 86400
     for f in archive.parent.glob(f"{kind}-*"):
