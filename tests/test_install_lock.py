@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import re
 import tomllib
+from pathlib import Path
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -89,3 +90,24 @@ def test_setup_installs_from_the_lock_with_hashes():
     assert "--no-deps" in setup and "requirements.lock" in setup.split("stamp=", 1)[1].split("\n")[0]
     make = (REPO_ROOT / "Makefile").read_text()
     assert re.search(r"^test: setup", make, re.M) and re.search(r"^demo: setup", make, re.M)
+
+
+def test_setup_writes_the_bytecode_of_the_venv_and_of_every_project_package():
+    """setup compiles every module once (scripts/setup.sh): where the environment sets
+    PYTHONDONTWRITEBYTECODE, Python would otherwise compile pyspark, pyarrow, matplotlib and
+    this project from source in every process it starts."""
+    import importlib.util
+    import sys
+
+    setup = (REPO_ROOT / "scripts/setup.sh").read_text()
+    listed = re.search(r'^PROJECT_PACKAGES="([^"]*)"', setup, re.M).group(1).split()
+    find = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert sorted(listed) == sorted(p.rstrip("*") for p in find["packages"]["find"]["include"])
+    assert "compileall" in setup and "$PROJECT_PACKAGES" in setup.split("compileall", 1)[1]
+    # this environment was set up by that script: the bytecode is there
+    import pyspark.sql.dataframe
+
+    import spark_trace_analysis.jobs
+    for mod in (pyspark.sql.dataframe, spark_trace_analysis.jobs):
+        assert mod.__file__.startswith((sys.prefix, str(REPO_ROOT)))
+        assert Path(importlib.util.cache_from_source(mod.__file__)).is_file(), mod.__file__
