@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kraftcore.paths import REPO_ROOT
+from spark_trace_analysis.frames import local_frame
 
 __all__ = ["coverage", "bounds_file", "bounds_key", "bounds_match"]
 
@@ -72,8 +73,8 @@ def _trace_bounds(traces: DataFrame, graph_protocol: str | None,
         f = bounds_file(raw)
         m = bounds_match(f, graph_bounds)
         rows.append((raw, f, m, m != "different"))
-    table = spark.createDataFrame(
-        rows, "raw string, bounds string, bounds_match string, in_coverage boolean")
+    table = local_frame(
+        spark, rows, "raw string, bounds string, bounds_match string, in_coverage boolean")
     left = t.select("trace_id", F.col("bounds").alias("t_raw"))
     return (left.join(F.broadcast(table), left.t_raw.eqNullSafe(table.raw), "left")
             .select("trace_id", "bounds", "bounds_match", "in_coverage"))
@@ -149,7 +150,7 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
     n_actions = sum(1 for r in acts if r.in_graph)
     n_actions_visited = sum(1 for r in acts if r.in_graph and r.edges_visited > 0)
     spark = steps.sparkSession
-    summary = spark.createDataFrame([(
+    summary = local_frame(spark, [(
         graph_name, graph_protocol, n_states, n_vs, n_vs / n_states if n_states else None,
         n_edges, n_ve, n_ve / n_edges if n_edges else None, n_actions, n_actions_visited,
         n_actions_visited / n_actions if n_actions else None, n_ts - n_vs, graph_bounds,

@@ -46,6 +46,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
+from spark_trace_analysis.frames import local_frame
 from spark_trace_analysis.schema import CORRUPT, LINE, REQUIRED, STATE_INFO, TRACE_SCHEMA
 from spark_trace_analysis.vocabulary import SPEC_MODULES, known_actions
 
@@ -170,7 +171,7 @@ def _name_rows(spark: SparkSession, names: list[str], with_in_steps: bool) -> Da
         ", in_steps boolean" if with_in_steps else "")
     rows = [(plain(n), None, None, NAME_NOT_UTF8, None) + ((False,) if with_in_steps else ())
             for n in names]
-    return spark.createDataFrame(rows, cols)
+    return local_frame(spark, rows, cols)
 
 
 def _no_readable_file(bad_names: list[str]) -> InputError:
@@ -319,7 +320,7 @@ def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, 
     rows = [(p, a) for p in protocols for a in sorted(known_actions(p) | extra.get(p, set()))]
     if not rows:
         return None
-    return spark.createDataFrame(rows, "protocol string, action string")
+    return local_frame(spark, rows, "protocol string, action string")
 
 
 # Above this many distinct states the steps get their fingerprints by a shuffle join, not a

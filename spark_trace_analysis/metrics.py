@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_trace_analysis.fields import HIST_BINS, hist_grid
+from spark_trace_analysis.frames import local_frame
 
 __all__ = ["per_step", "trace_metrics", "election_latencies", "commit_latencies",
            "metrics_by_profile", "metrics_by_bug", "latency_histogram", "PER_STEP_TABLES",
@@ -287,7 +288,7 @@ def latency_histogram(lat: DataFrame, bins: int = HIST_BINS) -> DataFrame:
     bounded by groups x bins, so the driver never collects the latencies themselves."""
     r = lat.agg(F.min("latency_ms").alias("lo"), F.max("latency_ms").alias("hi")).first()
     if r.lo is None:
-        return lat.sparkSession.createDataFrame([], HIST_SCHEMA)
+        return local_frame(lat.sparkSession, [], HIST_SCHEMA)
     origin, width = hist_grid(r.lo, r.hi, bins)
     b = F.expr(f"(latency_ms - ({origin})) div {width}")  # integer division; never negative
     return (lat.groupBy("protocol", "impl", "fault_profile", b.alias("bin"))

@@ -468,3 +468,31 @@ def test_small_inputs_run_without_adaptive_execution_and_large_ones_as_before(sp
         conf.set("spark.sql.shuffle.partitions", "2")
         for k, v in LARGE_INPUT_CODEGEN.items():
             conf.set(k, v)
+
+
+def test_local_frames_are_local_tables_read_without_a_job_of_python_tasks(spark_local):
+    """issue 34: the rows the driver makes (a vocabulary, a summary) reach the plan as a local
+    table (Arrow), not as a Python RDD whose rows Python workers produce again in every query;
+    their values and types are the ones given, and a value of the wrong type is an error."""
+    import pyarrow as pa
+
+    from spark_trace_analysis.frames import local_frame
+    spark = spark_local()
+    schema = "protocol string, action string, n long, share double, ok boolean"
+    rows = [("kraft", "Vote", 3, 0.5, True), ("elr", None, None, None, False)]
+    df = local_frame(spark, rows, schema)
+    assert df.schema.simpleString() == ("struct<protocol:string,action:string,n:bigint,"
+                                        "share:double,ok:boolean>")
+    assert [tuple(r) for r in df.collect()] == rows
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" in plan and "ExistingRDD" not in plan, plan
+    # the plan of a join with it broadcasts the local rows: no Python RDD anywhere
+    joined = spark.range(2).crossJoin(df)
+    assert "PythonRDD" not in joined._jdf.queryExecution().toRdd().toDebugString()
+    assert joined.count() == 4
+    empty = local_frame(spark, [], schema)
+    assert empty.schema == df.schema and empty.count() == 0
+    with pytest.raises((pa.ArrowInvalid, pa.ArrowTypeError)):
+        local_frame(spark, [("kraft", "Vote", "three", 0.5, True)], schema)
+    with pytest.raises(ValueError):
+        local_frame(spark, [("kraft", "Vote")], schema)   # a row of the wrong width
