@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -37,6 +38,18 @@ def _rows(df: DataFrame, limit: int | None = None) -> list[dict]:
     if limit is not None:
         df = df.limit(limit)
     return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def _write_small(df: DataFrame, path: Path) -> list[dict]:
+    """Write a table that is small by construction (one row per action, fault profile, bug,
+    implementation or histogram bin: the report shows every row) and return its rows: ONE
+    Spark job collects it as Arrow, and this process writes it as one Parquet file (the graph
+    cache's tables are written the same way).  Through Spark's writer it took a job to write,
+    its commit and a second job to read the rows back (issue 34's fixed cost)."""
+    table = df.toArrow()
+    path.mkdir(parents=True)
+    pq.write_table(table, path / "part-00000.parquet")
+    return table.to_pylist()
 
 
 def _write(df: DataFrame, path: Path, parts: int = 1) -> DataFrame:
@@ -94,9 +107,10 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
 
 def _protocol_metrics(spark, steps: DataFrame, traces: DataFrame, states: DataFrame, tmp: Path,
                       summary: dict, say: Progress
-                      ) -> tuple[dict[str, DataFrame], DataFrame, DataFrame]:
+                      ) -> tuple[dict[str, DataFrame], list[dict], list[dict]]:
     """The per-step tables (metrics.PER_STEP_TABLES), metrics_by_profile and metrics_by_bug,
-    written under `tmp`: (the per-step tables by name, metrics_by_profile, metrics_by_bug)."""
+    written under `tmp`: (the per-step tables by name, the rows of metrics_by_profile, the rows
+    of metrics_by_bug)."""
     # One sort of the observed steps by trace and step (narrow rows: keys, times and the
     # state's scalar observations), written once; the comparisons of consecutive states run
     # once per distinct pair of states; every per-step table (metrics.PER_STEP_TABLES) is then a
@@ -122,8 +136,8 @@ def _protocol_metrics(spark, steps: DataFrame, traces: DataFrame, states: DataFr
     ingest.remove(staging)
     say("  metrics by fault profile and planted bug, latency histograms")
     tm, el, cl = per["metrics"], per["election_latency"], per["commit_latency"]
-    mp = _write(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
-    mb = _write(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
+    mp = _write_small(metrics.metrics_by_profile(tm, el, cl), tmp / "metrics_by_profile")
+    mb = _write_small(metrics.metrics_by_bug(tm, el, cl), tmp / "metrics_by_bug")
     return per, mp, mb
 
 
@@ -210,9 +224,9 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     summary["verdict_source"] = source
 
     say("conformance statistics")
-    conf = _write(conformance.conformance_table(traces, verdicts), tmp / "conformance")
-    ff = _write(conformance.first_failure_table(traces, verdicts), tmp / "first_failure")
-    acts = _write(conformance.action_table(steps, verdicts), tmp / "actions")
+    conf = _write_small(conformance.conformance_table(traces, verdicts), tmp / "conformance")
+    ff = _write_small(conformance.first_failure_table(traces, verdicts), tmp / "first_failure")
+    acts = _write_small(conformance.action_table(steps, verdicts), tmp / "actions")
     vrows = verdicts.groupBy("verdict").count().collect()
     summary["verdicts"] = {r.verdict: r["count"] for r in vrows}
 
@@ -226,13 +240,10 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         say("coverage of the state graph")
         cov = coverage.coverage(steps, g.states, g.edges, g.name, g.protocol, sample,
                                 traces=traces, graph_bounds=g.bounds)
+        # one row per trace: through Spark's writer (read again below); the others are small
+        ct = _write(cov.pop("coverage_traces"), tmp / "coverage_traces")
         for name, df in cov.items():
-            cov[name] = _write(df, tmp / name)
-        tables["coverage_summary"] = _rows(cov["coverage_summary"])
-        tables["coverage_by_impl"] = _rows(cov["coverage_by_impl"])
-        tables["coverage_actions"] = _rows(cov["coverage_actions"])
-        tables["unvisited_states"] = _rows(cov["unvisited_states"])
-        ct = cov["coverage_traces"]
+            tables[name] = _write_small(df, tmp / name)
         tables["coverage_excluded"] = _rows(ct.filter(~F.col("in_coverage")).orderBy("trace_id"),
                                             50)
         c = tables["coverage_summary"][0]
@@ -257,9 +268,9 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         redges, rmeta = replay_outcomes.read_replay(spark, replay)
         rt = replay_outcomes.replay_tables(redges, g.edges if g is not None else None,
                                            g.name if g is not None else None)
-        for name, df in rt.items():
-            rt[name] = _write(df, tmp / name)
-        tables["replay_by_action"] = _rows(rt["replay_by_action"])
+        _write(rt["replay_edges"], tmp / "replay_edges")     # one row per edge of the graph
+        tables["replay_by_action"] = _write_small(rt["replay_by_action"],
+                                                  tmp / "replay_by_action")
         summary["replay"] = replay_outcomes.replay_summary(tables["replay_by_action"])
         summary["replay_inputs"] = rmeta
 
@@ -273,23 +284,23 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         per, mp, mb = _protocol_metrics(spark, steps, traces, states, tmp, summary, say)
     el, cl = per["election_latency"], per["commit_latency"]
 
-    tables["conformance"] = _rows(conf)
-    tables["first_failure"] = _rows(ff)
-    tables["actions"] = _rows(acts)
-    tables["metrics_by_profile"] = _rows(mp)
-    tables["metrics_by_bug"] = _rows(mb)
-    tables["election_latency_hist"] = _rows(
-        _write(metrics.latency_histogram(el), tmp / "election_latency_hist"))
-    tables["commit_latency_hist"] = _rows(
-        _write(metrics.latency_histogram(cl), tmp / "commit_latency_hist"))
+    tables["conformance"] = conf
+    tables["first_failure"] = ff
+    tables["actions"] = acts
+    tables["metrics_by_profile"] = mp
+    tables["metrics_by_bug"] = mb
+    tables["election_latency_hist"] = _write_small(metrics.latency_histogram(el),
+                                                   tmp / "election_latency_hist")
+    tables["commit_latency_hist"] = _write_small(metrics.latency_histogram(cl),
+                                                 tmp / "commit_latency_hist")
     say("  reassignment metrics")
     # KIP-642 reassignment metrics (spark_trace_analysis/reassign_metrics.py; empty without
     # reassign traces): time to complete a reassignment, epochs per reassignment.  With
     # adaptive execution (also for a small input): without reassign traces it skips the join
     # of no steps with every state's text, which a static plan would shuffle anyway.
     with large_input_shuffles(spark, size):
-        tables["reassignment_metrics"] = _rows(_write(
-            reassign_metrics.reassignment_metrics(steps, states), tmp / "reassignment_metrics"))
+        tables["reassignment_metrics"] = _write_small(
+            reassign_metrics.reassignment_metrics(steps, states), tmp / "reassignment_metrics")
     summary["reassignment_metrics"] = tables["reassignment_metrics"]
     tables["bad_rows"] = _rows(ingest.read_back(spark, tmp / "bad_rows", schemas["bad_rows"])
                                .orderBy("file", "line"), 50)
