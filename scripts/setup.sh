@@ -82,6 +82,26 @@ build_harness() {
   touch "$harness_stamp"
 }
 
+# The stats job's file system for file:// on a local master (spark_trace_analysis/jvm/
+# NioLocalFileSystem.java: Hadoop's, with permissions set through java.nio instead of a chmod
+# process per file and folder, and no .crc files), compiled against the venv's pyspark Hadoop
+# jar into .venv/share/kraftcheck/ (spark_trace_analysis/session.py uses it when it is there).
+build_spark_fs() {
+  local hjar src dir stamp
+  hjar=$(ls .venv/lib/python*/site-packages/pyspark/jars/hadoop-client-api-*.jar | head -n1)
+  src=spark_trace_analysis/jvm/NioLocalFileSystem.java
+  dir=.venv/share/kraftcheck
+  stamp=$dir/.built-$( (cat "$src"; echo "$hjar") | sha256sum | cut -c1-16)
+  [ -f "$stamp" ] && return 0
+  rm -rf "$dir" && mkdir -p "$dir/classes"
+  javac --release 17 -nowarn -cp "$hjar" -d "$dir/classes" "$src" \
+    && jar --create --file "$dir/kraftcheck-spark-fs.jar.tmp" -C "$dir/classes" . \
+    && mv "$dir/kraftcheck-spark-fs.jar.tmp" "$dir/kraftcheck-spark-fs.jar" \
+    || { echo "setup: could not build $dir/kraftcheck-spark-fs.jar (javac)" >&2; return 1; }
+  rm -rf "$dir/classes"
+  touch "$stamp"
+}
+
 # The two are independent (the venv does not need the harness, nor the reverse): they run at
 # once, and setup fails if either does.
 install_python & py_pid=$!
@@ -90,6 +110,7 @@ py_rc=0; mvn_rc=0
 wait "$py_pid" || py_rc=$?
 wait "$mvn_pid" || mvn_rc=$?
 [ "$py_rc" -eq 0 ] || { echo "setup: installing the Python environment (.venv) failed" >&2; exit 1; }
+build_spark_fs
 [ "$mvn_rc" -eq 0 ] || exit 1
 .venv/bin/kraftcheck version --json >/dev/null
 echo "setup: ok ($(java -version 2>&1 | head -n1); $(.venv/bin/python --version))"

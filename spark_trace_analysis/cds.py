@@ -51,8 +51,10 @@ def _java() -> str:
 
 def archive() -> Path | None:
     import pyspark
+    from spark_trace_analysis.session import local_fs_jar
     jars = sorted(Path(pyspark.__file__).parent.joinpath("jars").glob("*.jar"))
-    return jvm_cds.archive_path("spark-driver", _java(), jars)
+    fs = local_fs_jar()    # on the driver's class path too (session.get_session)
+    return jvm_cds.archive_path("spark-driver", _java(), jars + ([fs] if fs else []))
 
 
 def driver_flags() -> list[str]:

@@ -38,7 +38,7 @@ from spark_trace_analysis.cds import driver_flags
 __all__ = ["DEFAULT_MASTER", "get_session", "stop_session", "is_loopback_master",
            "driver_network", "driver_log", "ship_code", "is_small_input",
            "size_shuffles", "large_input_shuffles", "SMALL_INPUT_CODEGEN",
-           "LARGE_INPUT_CODEGEN"]
+           "LARGE_INPUT_CODEGEN", "LOCAL_FS_CLASS", "local_fs_jar"]
 
 DEFAULT_MASTER = "local[*]"
 LOOPBACK = "127.0.0.1"
@@ -155,6 +155,20 @@ def is_small_input(input_bytes: int | None) -> bool:
     return input_bytes is not None and input_bytes <= SMALL_INPUT_BYTES
 
 
+# The file system for file:// on a local master (spark_trace_analysis/jvm/NioLocalFileSystem.java,
+# built by scripts/setup.sh against the venv's pyspark): Hadoop's local file system, with
+# permissions set through java.nio instead of a `chmod` process per folder and file (pip's
+# pyspark has no native Hadoop library: 286 processes per stats run on the demo corpus) and no
+# .crc files.  Without the jar (an installation not made by setup.sh), Hadoop's own serves.
+LOCAL_FS_CLASS = "kraftcheck.spark.NioLocalFileSystem"
+
+
+def local_fs_jar() -> Path | None:
+    """The jar of LOCAL_FS_CLASS when setup built it, else None."""
+    p = Path(sys.prefix) / "share" / "kraftcheck" / "kraftcheck-spark-fs.jar"
+    return p if p.is_file() else None
+
+
 def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats",
                 shuffle_partitions: int = 8, driver_memory: str = "1g",
                 executor_memory: str = "1g", extra: dict[str, str] | None = None,
@@ -206,6 +220,12 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         conf["spark.executor.extraJavaOptions"] = QUICK_JVM_OPTIONS
     if is_loopback_master(master):   # executors elsewhere keep their own scratch folders
         conf["spark.local.dir"] = str(local_dir)
+    fs_jar = local_fs_jar()
+    one_jvm = master == "local" or master.startswith("local[")
+    if fs_jar is not None and one_jvm and given is None:
+        # one JVM runs the driver and the executors: the jar on its class path serves both
+        conf["spark.driver.extraClassPath"] = str(fs_jar)
+        conf["spark.hadoop.fs.file.impl"] = LOCAL_FS_CLASS
     if os.environ.get("PYSPARK_PYTHON"):
         conf["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
         conf["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]

@@ -496,3 +496,35 @@ def test_local_frames_are_local_tables_read_without_a_job_of_python_tasks(spark_
         local_frame(spark, [("kraft", "Vote", "three", 0.5, True)], schema)
     with pytest.raises(ValueError):
         local_frame(spark, [("kraft", "Vote")], schema)   # a row of the wrong width
+
+
+def test_local_sessions_write_without_chmod_processes_or_checksum_files(spark_local, tmp_path):
+    """issue 34: on a local master, file:// is NioLocalFileSystem (built by setup): Spark's
+    writes get Hadoop's permissions (0755 folders, 0644 files under the 022 umask) set
+    through java.nio, not by a chmod process each, and no .crc files; the table reads back."""
+    import os
+    import stat
+
+    from spark_trace_analysis.session import LOCAL_FS_CLASS, local_fs_jar
+    assert local_fs_jar() is not None, "scripts/setup.sh builds the jar into the venv"
+    spark = spark_local()
+    jvm = spark.sparkContext._jvm
+    hconf = spark.sparkContext._jsc.hadoopConfiguration()
+    fs = jvm.org.apache.hadoop.fs.FileSystem.get(jvm.java.net.URI("file:///"), hconf)
+    assert fs.getClass().getName() == LOCAL_FS_CLASS
+    out = tmp_path / "t"
+    (spark.range(10).selectExpr("id", "id % 2 AS odd").repartition(2)
+     .write.partitionBy("odd").parquet(str(out)))
+    files = [p for p in out.rglob("*")]
+    assert files and not [p for p in files if p.name.endswith(".crc")]
+    assert sorted(r.id for r in spark.read.parquet(str(out)).collect()) == list(range(10))
+    for p in files:
+        mode = stat.S_IMODE(os.stat(p).st_mode)
+        assert mode == (0o755 if p.is_dir() else 0o644), (p, oct(mode))
+    # any mode Hadoop asks for, bit by bit
+    f = tmp_path / "m"
+    f.write_text("x")
+    for m in (0o640, 0o750, 0o000, 0o777, 0o604):
+        fs.setPermission(jvm.org.apache.hadoop.fs.Path(str(f)),
+                         jvm.org.apache.hadoop.fs.permission.FsPermission(m))
+        assert stat.S_IMODE(os.stat(f).st_mode) == m
