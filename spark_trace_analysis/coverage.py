@@ -61,23 +61,24 @@ def bounds_match(trace_bounds: str | None, graph_bounds: str | None) -> str:
 
 
 def _trace_bounds(traces: DataFrame, graph_protocol: str | None,
-                  graph_bounds: str | None) -> DataFrame:
-    """trace_id, bounds (the config file its header names), bounds_match, in_coverage."""
+                  graph_bounds: str | None) -> tuple[DataFrame, dict[str, int]]:
+    """(trace_id, bounds (the config file its header names), bounds_match, in_coverage) of
+    every trace, and the traces counted by bounds_match (from the same one query)."""
     t = traces
     if graph_protocol is not None:
         t = t.filter(F.col("protocol") == graph_protocol)
     spark = traces.sparkSession
-    raws = [r.bounds for r in t.select("bounds").distinct().collect()]
-    rows = []
-    for raw in raws:
-        f = bounds_file(raw)
+    rows, counts = [], {}
+    for r in t.groupBy("bounds").count().collect():
+        f = bounds_file(r.bounds)
         m = bounds_match(f, graph_bounds)
-        rows.append((raw, f, m, m != "different"))
+        rows.append((r.bounds, f, m, m != "different"))
+        counts[m] = counts.get(m, 0) + r["count"]
     table = local_frame(
         spark, rows, "raw string, bounds string, bounds_match string, in_coverage boolean")
     left = t.select("trace_id", F.col("bounds").alias("t_raw"))
     return (left.join(F.broadcast(table), left.t_raw.eqNullSafe(table.raw), "left")
-            .select("trace_id", "bounds", "bounds_match", "in_coverage"))
+            .select("trace_id", "bounds", "bounds_match", "in_coverage")), counts
 
 
 def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: str,
@@ -91,9 +92,8 @@ def coverage(steps: DataFrame, states: DataFrame, edges: DataFrame, graph_name: 
     per_trace = None
     n_traces = n_in = n_other = n_unstated = n_unknown = None
     if traces is not None:
-        per_trace = _trace_bounds(traces, graph_protocol, graph_bounds).cache()
-        counts = {r.bounds_match: r["count"]
-                  for r in per_trace.groupBy("bounds_match").count().collect()}
+        per_trace, counts = _trace_bounds(traces, graph_protocol, graph_bounds)
+        per_trace = per_trace.cache()
         n_traces = sum(counts.values())
         n_other = counts.get("different", 0)
         n_in = n_traces - n_other

@@ -286,31 +286,41 @@ STATE_ROWS = f"{STATE_KEY[0]} long, {STATE_KEY[1]} long, row long"
 BROADCAST_STATE_ROWS = 4_000_000
 
 
+def key_digest(df: DataFrame) -> list[F.Column]:
+    """Aggregates over distinct state keys: their count and the XOR of each key half.  Two
+    sets of distinct keys with the same digest are the same set but with probability 2^-128
+    (for keys that did not come from an adversary)."""
+    return [F.count(F.lit(1)).alias("n"), F.bit_xor(STATE_KEY[0]).alias("x1"),
+            F.bit_xor(STATE_KEY[1]).alias("x2")]
+
+
 def state_table(spark: SparkSession, files: list[str], lines: DataFrame,
-                staging: Path) -> tuple[DataFrame, int]:
+                staging: Path) -> tuple[DataFrame, tuple[int, int | None, int | None]]:
     """The `states` table: (sk1, sk2, state, fp, error, obs) for each DISTINCT state of the
-    good step lines (and how many distinct keys the first scan found), deduplicated in the JVM by its key: the one Python pass (a vectorised
-    Arrow UDF: fingerprint, decoding error, observations), once per distinct state.
+    good step lines, and the key_digest of the distinct keys the first scan found (n, x1, x2),
+    deduplicated in the JVM by its key: the one Python pass (a vectorised Arrow UDF:
+    fingerprint, decoding error, observations), once per distinct state.
 
     The staging table holds the keys, not the state texts: the deduplication aggregates
     fixed-width values only (the key and the scan position of the state's first step: a hash
     aggregate, no sort of texts), then a second scan of the input, as text, picks those lines
     by position (the same files read the same way number their lines the same way) and parses
     only them.  The states' keys are computed again from the picked texts (one parse of each
-    picked line); ingest_traces checks that they are the keys the first scan found (the input
+    picked line); ingest_traces checks that their key_digest is the first scan's (the input
     changed under us otherwise)."""
     steps = lines.filter(F.col("reason").isNull() & (F.col("kind") == "step"))
     (steps.groupBy(*STATE_KEY).agg(F.min("row").alias("row"))
      .write.mode("overwrite").parquet(str(staging / "state_rows")))
-    rows = spark.read.schema(STATE_ROWS).parquet(str(staging / "state_rows")).select("row")
-    n_first = rows.count()
-    if n_first <= BROADCAST_STATE_ROWS:
+    first = spark.read.schema(STATE_ROWS).parquet(str(staging / "state_rows"))
+    digest = tuple(first.agg(*key_digest(first)).first())
+    rows = first.select("row")
+    if digest[0] <= BROADCAST_STATE_ROWS:
         rows = F.broadcast(rows)
     picked = (read_lines(spark, files).select("row", "value").join(rows, "row")
               .select(F.from_json("value", LINE, _PARSE)["state"].alias("state")))
     return (picked.select(*state_key(F.col("state")), "state",
                           _state_info(F.col("state")).alias("info"))
-            .select(*STATE_KEY, "state", "info.*")), n_first
+            .select(*STATE_KEY, "state", "info.*")), digest
 
 
 def _vocabulary(spark: SparkSession, protocols: Iterable[str], extra: dict[str, set[str]]):
@@ -347,15 +357,13 @@ def ingest_traces(spark: SparkSession, files: list[str], out: Path, staging: Pat
     lines = write_read_back(parse_lines(read_lines(spark, files), common, keep_state=False),
                             staging / "lines")
     say("fingerprinting and observing each distinct state once")
-    table, n_first = state_table(spark, files, lines, staging)
+    table, first_digest = state_table(spark, files, lines, staging)
     states = write_read_back(table, out / "states")
-    # the states and those whose text could not be decoded, counted in one aggregate
-    n = states.agg(F.count(F.lit(1)).alias("n"),
-                   F.count(F.col("error")).alias("bad")).first()
+    # in one aggregate: the states, those whose text could not be decoded, and the digest of
+    # their keys, which must be the first scan's (the same set of distinct keys)
+    n = states.agg(*key_digest(states), F.count(F.col("error")).alias("bad")).first()
     n_states = n["n"]
-    first = spark.read.schema(STATE_ROWS).parquet(str(staging / "state_rows"))
-    if (n_states != n_first
-            or first.join(states, list(STATE_KEY), "left_anti").limit(1).count()):
+    if (n["n"], n["x1"], n["x2"]) != first_digest:
         raise InputError("the input changed while it was read: a second scan of the files "
                          "did not find every state of the first where it was")
     bad_states = states.filter(F.col("error").isNotNull()).select(

@@ -7,6 +7,7 @@ older `out` is replaced), so a reader never sees a half-written result.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import shutil
@@ -25,7 +26,6 @@ from spark_trace_analysis import conformance, coverage, ingest, metrics, run_con
 from spark_trace_analysis import reassign_metrics   # KIP-642 (issue 12)
 from spark_trace_analysis.graph import GraphError, load_graph_tables, prepare_graph
 from spark_trace_analysis.ingest import InputError
-from spark_trace_analysis.report import render_report
 from spark_trace_analysis.session import (driver_heap_bytes, get_session, is_small_input,
                                           large_input_shuffles, size_shuffles)
 
@@ -96,6 +96,7 @@ def run_stats(corpus_paths: Sequence[str | os.PathLike], out: str | os.PathLike,
         summary["out"] = str(out)
         summary["report"] = str(out / "report.html")
         say("writing the report")
+        from spark_trace_analysis.report import render_report   # imported while Spark started
         tables = summary.pop("_tables")
         write_atomic(tmp / "report.html", render_report(summary, tables))
         write_atomic(tmp / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
@@ -147,9 +148,11 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
         raise InputError("--graph-bounds needs --graph")
     say("starting Spark")
     size = ingest.input_bytes(files)
-    # the graph's Python part (for a checker config: its cached tables, built once) runs
-    # while the driver JVM starts, which leaves this process waiting
-    with ThreadPoolExecutor(1) as pool:
+    # the graph's Python part (for a checker config: its cached tables, built once) and the
+    # report's imports (matplotlib, jinja2) run while the driver JVM starts, which leaves this
+    # process waiting
+    with ThreadPoolExecutor(2) as pool:
+        pool.submit(importlib.import_module, "spark_trace_analysis.report")
         prepared = pool.submit(prepare_graph, graph_src) if graph_src else None
         spark = get_session(master, small_input=is_small_input(size))
         prepared = prepared.result() if prepared is not None else None

@@ -169,6 +169,29 @@ def local_fs_jar() -> Path | None:
     return p if p.is_file() else None
 
 
+HADOOP_LOCAL_FS_CLASS = "org.apache.hadoop.fs.LocalFileSystem"   # Hadoop's own for file://
+
+
+def _local_fs_conf(master: str) -> dict[str, str]:
+    """The settings for LOCAL_FS_CLASS.  Only where one JVM runs the driver and the executors
+    (local, local[...]): the jar on the driver's class path serves both.  Every other master
+    gets Hadoop's class by name: a driver JVM keeps the settings it was launched with as
+    system properties, so an earlier local session's class would otherwise reach executors
+    that do not have it.  A driver JVM that is running already keeps its class path: the
+    class is used only when that JVM has it."""
+    jar = local_fs_jar()
+    if not (master == "local" or master.startswith("local[")) or jar is None:
+        return {"spark.hadoop.fs.file.impl": HADOOP_LOCAL_FS_CLASS}
+    from pyspark import SparkContext
+    if SparkContext._jvm is not None:
+        try:
+            SparkContext._jvm.java.lang.Class.forName(LOCAL_FS_CLASS)
+        except Exception:      # launched without the jar (e.g. for a cluster session)
+            return {"spark.hadoop.fs.file.impl": HADOOP_LOCAL_FS_CLASS}
+        return {"spark.hadoop.fs.file.impl": LOCAL_FS_CLASS}
+    return {"spark.driver.extraClassPath": str(jar), "spark.hadoop.fs.file.impl": LOCAL_FS_CLASS}
+
+
 def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats",
                 shuffle_partitions: int = 8, driver_memory: str = "1g",
                 executor_memory: str = "1g", extra: dict[str, str] | None = None,
@@ -220,12 +243,8 @@ def get_session(master: str | None = None, *, app_name: str = "kraftcheck-stats"
         conf["spark.executor.extraJavaOptions"] = QUICK_JVM_OPTIONS
     if is_loopback_master(master):   # executors elsewhere keep their own scratch folders
         conf["spark.local.dir"] = str(local_dir)
-    fs_jar = local_fs_jar()
-    one_jvm = master == "local" or master.startswith("local[")
-    if fs_jar is not None and one_jvm and given is None:
-        # one JVM runs the driver and the executors: the jar on its class path serves both
-        conf["spark.driver.extraClassPath"] = str(fs_jar)
-        conf["spark.hadoop.fs.file.impl"] = LOCAL_FS_CLASS
+    if given is None:
+        conf.update(_local_fs_conf(master))
     if os.environ.get("PYSPARK_PYTHON"):
         conf["spark.executorEnv.PYSPARK_PYTHON"] = os.environ["PYSPARK_PYTHON"]
         conf["spark.pyspark.python"] = os.environ["PYSPARK_PYTHON"]
