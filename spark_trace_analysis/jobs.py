@@ -292,10 +292,11 @@ def _run(files, vfiles, tmp: Path, graph_src, master, say: Progress, sample: int
     tables["actions"] = acts
     tables["metrics_by_profile"] = mp
     tables["metrics_by_bug"] = mb
-    tables["election_latency_hist"] = _write_small(metrics.latency_histogram(el),
-                                                   tmp / "election_latency_hist")
-    tables["commit_latency_hist"] = _write_small(metrics.latency_histogram(cl),
-                                                 tmp / "commit_latency_hist")
+    spans = metrics.latency_spans({"election": el, "commit": cl})
+    tables["election_latency_hist"] = _write_small(
+        metrics.latency_histogram(el, span=spans["election"]), tmp / "election_latency_hist")
+    tables["commit_latency_hist"] = _write_small(
+        metrics.latency_histogram(cl, span=spans["commit"]), tmp / "commit_latency_hist")
     say("  reassignment metrics")
     # KIP-642 reassignment metrics (spark_trace_analysis/reassign_metrics.py; empty without
     # reassign traces): time to complete a reassignment, epochs per reassignment.  With

@@ -217,7 +217,9 @@ def _fake_java(tmp_path: Path, body: str) -> dict:
     java.chmod(0o755)
     jar = tmp_path / "fake.jar"
     jar.write_bytes(b"")
-    return {"KRAFTCHECK_JAVA": str(java), "KRAFTCHECK_KAFKA_RAFT_JAR": str(jar)}
+    # no class-data archive: a fake java would only train one that fails, in the user's cache
+    return {"KRAFTCHECK_JAVA": str(java), "KRAFTCHECK_KAFKA_RAFT_JAR": str(jar),
+            "KRAFTCHECK_JVM_CDS": "0"}
 
 
 def _refused(r, *needles):
