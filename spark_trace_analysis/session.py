@@ -301,7 +301,9 @@ def size_shuffles(spark, input_bytes: int | None) -> int:
     SMALL_SHUFFLE_PARTITIONS (at most the cores) and no adaptive execution.  Unless the user
     chose (KRAFTCHECK_SPARK_SHUFFLE_PARTITIONS, or spark-submit's --conf): then both stay as
     they are.  A small input also runs without generated code (SMALL_INPUT_CODEGEN), a large
-    one with Spark's defaults (LARGE_INPUT_CODEGEN).  Returns the count in force."""
+    one with Spark's defaults (LARGE_INPUT_CODEGEN).  A small input's files are scanned in as
+    many splits as its shuffles have partitions (spark.sql.files.minPartitionNum).  Returns
+    the count in force."""
     conf = spark.conf
     if input_bytes is not None:
         for k, v in (SMALL_INPUT_CODEGEN if is_small_input(input_bytes)
@@ -317,6 +319,11 @@ def size_shuffles(spark, input_bytes: int | None) -> int:
     n = (min(SMALL_SHUFFLE_PARTITIONS, spark.sparkContext.defaultParallelism) if small
          else _large_input_partitions(spark, input_bytes))
     conf.set("spark.sql.shuffle.partitions", str(n))
+    # the scans of the input: a small one in as many splits as its shuffles have partitions
+    # (on the demo corpus 7 -> 2 tasks per scan, about 1.3 s and 3 CPU s less, the same
+    # tables), a large one in at least one split per default parallelism (ingest pins it)
+    conf.set("spark.sql.files.minPartitionNum",
+             str(n if small else spark.sparkContext.defaultParallelism))
     return n
 
 

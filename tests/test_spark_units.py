@@ -447,6 +447,7 @@ def test_small_inputs_run_without_adaptive_execution_and_large_ones_as_before(sp
     try:
         assert size_shuffles(spark, 25 * 2**20) == min(2, cores)
         assert conf.get("spark.sql.adaptive.enabled") == "false"
+        assert conf.get("spark.sql.files.minPartitionNum") == str(min(2, cores))
         assert {k: conf.get(k) for k in SMALL_INPUT_CODEGEN} == {
             "spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
         # interpreted, a query still runs (and gives what generated code gives)
@@ -459,6 +460,7 @@ def test_small_inputs_run_without_adaptive_execution_and_large_ones_as_before(sp
         big = 10 * SMALL_INPUT_BYTES     # 2.5 GiB: 40 partitions of 64 MiB
         assert size_shuffles(spark, big) == max(2 * cores, 40)
         assert conf.get("spark.sql.adaptive.enabled") == "true"
+        assert conf.get("spark.sql.files.minPartitionNum") == str(cores)
         assert {k: conf.get(k) for k in LARGE_INPUT_CODEGEN} == {
             "spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"}
         with large_input_shuffles(spark, big):   # already large: nothing changes
