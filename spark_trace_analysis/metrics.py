@@ -300,10 +300,7 @@ def latency_histogram(lat: DataFrame, bins: int = HIST_BINS,
     integer width over the whole table (fields.hist_grid; empty bins have no row).  Its size is
     bounded by groups x bins, so the driver never collects the latencies themselves.  `span`:
     the table's latency_spans entry when the caller has it (else one query computes it)."""
-    if span is None:
-        r = lat.agg(F.min("latency_ms").alias("lo"), F.max("latency_ms").alias("hi")).first()
-        span = (r.lo, r.hi)
-    lo, hi = span
+    lo, hi = span if span is not None else latency_spans({"lat": lat})["lat"]
     if lo is None:
         return local_frame(lat.sparkSession, [], HIST_SCHEMA)
     origin, width = hist_grid(lo, hi, bins)
